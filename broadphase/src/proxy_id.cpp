@@ -1,0 +1,72 @@
+#include <broadphase/proxy_id.h>
+
+#include <atomic>
+#include <string>
+
+namespace bp {
+
+namespace {
+// Each pool starts its generations at a different salt so that handles of two
+// pools rarely coincide; the golden-ratio step spreads consecutive pools.
+uint32_t nextSalt() {
+  static std::atomic<uint32_t> counter{0};
+  return (counter.fetch_add(1, std::memory_order_relaxed) + 1) * 0x9E3779B9u;
+}
+}  // namespace
+
+HandlePool::HandlePool() : salt_(nextSalt()) {}
+
+ProxyId HandlePool::allocate() {
+  uint32_t index;
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(generation_.size());
+    generation_.push_back(salt_);
+    live_.push_back(0);
+  }
+  live_[index] = 1;
+  ++liveCount_;
+  return {index, generation_[index]};
+}
+
+void HandlePool::release(ProxyId id) {
+  live_[id.index] = 0;
+  ++generation_[id.index];
+  free_.push_back(id.index);
+  --liveCount_;
+}
+
+void HandlePool::reserve(uint32_t n) {
+  generation_.reserve(n);
+  live_.reserve(n);
+  free_.reserve(n);
+}
+
+void HandlePool::clear() {
+  for (uint32_t i = 0; i < generation_.size(); ++i)
+    if (live_[i]) ++generation_[i];
+  // Slots stay allocated (their generations must never repeat) but all are free,
+  // reused from index 0 upward.
+  free_.clear();
+  for (uint32_t i = static_cast<uint32_t>(generation_.size()); i-- > 0;) free_.push_back(i);
+  std::fill(live_.begin(), live_.end(), 0);
+  liveCount_ = 0;
+}
+
+std::string HandlePool::validate() const {
+  std::vector<uint8_t> seen(live_.size(), 0);
+  for (uint32_t i : free_) {
+    if (i >= live_.size()) return "free list holds index " + std::to_string(i) + " out of range";
+    if (live_[i]) return "free list holds live index " + std::to_string(i);
+    if (seen[i]++) return "free list holds index " + std::to_string(i) + " twice";
+  }
+  uint32_t live = 0;
+  for (uint8_t l : live_) live += l;
+  if (live != liveCount_) return "live count mismatch";
+  if (live + free_.size() != live_.size()) return "a slot is neither live nor free";
+  return {};
+}
+
+}  // namespace bp

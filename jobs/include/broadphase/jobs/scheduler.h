@@ -1,0 +1,86 @@
+// Scheduler: the one door through which the broadphase runs parallel work.
+//
+// It wraps a tbb::task_arena. Either it owns one (with a chosen number of
+// threads; 0 means every hardware thread), or it borrows the arena of a
+// physics engine so that the broadphase and the engine share one pool of
+// workers. All parallel work is executed inside that arena, so
+// workerIndex() is always in [0, threadCount()) and can index per-worker
+// storage.
+//
+// Small work runs inline: forEach() does not create tasks when the range is
+// no bigger than one grain, because below ~1M cycles the cost of waking
+// workers exceeds the work.
+#pragma once
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_invoke.h>
+#include <tbb/task_arena.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+
+namespace bp {
+
+class Scheduler {
+ public:
+  // threads == 0: all hardware threads. threads < 0 throws std::invalid_argument.
+  explicit Scheduler(int threads = 0);
+  // Borrows an engine's arena; it must outlive this Scheduler.
+  explicit Scheduler(tbb::task_arena& shared);
+
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  int threadCount() const { return threads_; }
+
+  // Index of the calling worker inside this scheduler's arena, in
+  // [0, threadCount()). Only meaningful inside work run by this scheduler.
+  static int workerIndex() { return tbb::this_task_arena::current_thread_index(); }
+
+  // Runs fn() inside the arena (so workerIndex() is valid) and waits.
+  template <class Fn>
+  void run(Fn&& fn) {
+    arena_->execute(fn);
+  }
+
+  // Calls body(begin, end) on disjoint sub-ranges covering [begin, end),
+  // each at least `grain` long unless the range is shorter. Work is isolated
+  // so that a worker waiting inside body never picks up an unrelated outer
+  // task that would reuse its per-worker scratch.
+  template <class Body>
+  void forEach(uint32_t begin, uint32_t end, uint32_t grain, Body&& body) {
+    if (begin >= end) return;
+    if (grain == 0) grain = 1;
+    if (threads_ == 1 || end - begin <= grain) {
+      arena_->execute([&] { body(begin, end); });
+      return;
+    }
+    arena_->execute([&] {
+      tbb::this_task_arena::isolate([&] {
+        tbb::parallel_for(
+            tbb::blocked_range<uint32_t>(begin, end, grain),
+            [&](const tbb::blocked_range<uint32_t>& r) { body(r.begin(), r.end()); },
+            tbb::simple_partitioner());
+      });
+    });
+  }
+
+  // Runs the callables concurrently (as tasks) and waits for all of them.
+  template <class... Fns>
+  void invoke(Fns&&... fns) {
+    if (threads_ == 1) {
+      arena_->execute([&] { (fns(), ...); });
+      return;
+    }
+    arena_->execute([&] { tbb::parallel_invoke(fns...); });
+  }
+
+ private:
+  std::unique_ptr<tbb::task_arena> owned_;
+  tbb::task_arena* arena_ = nullptr;
+  int threads_ = 1;
+};
+
+}  // namespace bp

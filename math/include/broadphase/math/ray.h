@@ -1,0 +1,64 @@
+// Ray: a segment from `origin` along the unit vector `direction`, of length
+// `maxT`. Distances t along the ray are in world units because the direction
+// is unit length.
+//
+// The reciprocal direction is precomputed for the slab test. A zero direction
+// component gives an infinite reciprocal (1/+0 = +inf, 1/-0 = -inf); the slab
+// test below is written so that the NaN of 0 * inf (origin exactly on a slab
+// plane) is ignored rather than propagated, which treats that plane as inside
+// the slab: the closed-interval convention of Aabb.
+#pragma once
+
+#include <broadphase/math/aabb.h>
+
+#include <string>
+
+namespace bp {
+
+struct Ray {
+  Vec3 origin;
+  Vec3 direction;  // unit length
+  float maxT = 0;  // length of the segment, > 0
+  Vec3 invDirection;
+};
+
+// Builds a ray from an origin, any non-zero direction (normalised here) and a
+// length. Does not validate: see describeInvalidRay().
+inline Ray makeRay(const Vec3& origin, const Vec3& direction, float length) {
+  Ray r;
+  r.origin = origin;
+  const float len = std::sqrt(direction.x() * direction.x() + direction.y() * direction.y() +
+                              direction.z() * direction.z());
+  r.direction = direction / len;
+  r.maxT = length;
+  r.invDirection = Vec3(1.0f / r.direction.x(), 1.0f / r.direction.y(), 1.0f / r.direction.z());
+  return r;
+}
+
+// Why a ray is not usable, for error messages; empty when it is fine.
+// Rejected: non-finite origin or direction, a zero direction, a length that is
+// not finite and > 0, an origin beyond kMaxCoordinate.
+std::string describeInvalidRay(const Vec3& origin, const Vec3& direction, float length);
+
+// Slab test against [tMin, tMax]. Returns true on a hit and writes the entry
+// distance (tMin when the ray starts inside the box, so 0 for a full ray).
+// NaN-safe: every compare is written so a NaN operand keeps the old bound.
+inline bool intersectRayAabb(const Vec3& origin, const Vec3& invDirection, const Aabb& box,
+                             float tMin, float tMax, float& tEntry) {
+  for (int axis = 0; axis < 3; ++axis) {
+    const float inv = invDirection[axis];
+    float tNear = (box.min[axis] - origin[axis]) * inv;
+    float tFar = (box.max[axis] - origin[axis]) * inv;
+    if (inv < 0.0f) std::swap(tNear, tFar);
+    tMin = tNear > tMin ? tNear : tMin;
+    tMax = tFar < tMax ? tFar : tMax;
+  }
+  tEntry = tMin;
+  return tMin <= tMax;
+}
+
+inline bool intersectRayAabb(const Ray& ray, const Aabb& box, float& tEntry) {
+  return intersectRayAabb(ray.origin, ray.invDirection, box, 0.0f, ray.maxT, tEntry);
+}
+
+}  // namespace bp

@@ -1,0 +1,101 @@
+#include <broadphase/math/aabb.h>
+#include <broadphase/math/ray.h>
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace bp {
+namespace {
+
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+Aabb box(float x0, float y0, float z0, float x1, float y1, float z1) {
+  return {Vec3(x0, y0, z0), Vec3(x1, y1, z1)};
+}
+
+TEST(Aabb, OverlapIsClosed) {
+  const Aabb a = box(0, 0, 0, 1, 1, 1);
+  EXPECT_TRUE(overlaps(a, box(1, 1, 1, 2, 2, 2)));  // touching at a corner
+  EXPECT_FALSE(overlaps(a, box(1.0001f, 0, 0, 2, 1, 1)));
+  EXPECT_FALSE(overlaps(a, box(0, 0, -2, 1, 1, -0.5f)));
+  EXPECT_TRUE(overlaps(a, a));
+}
+
+TEST(Aabb, MergeContainsFattenArea) {
+  const Aabb a = box(0, 0, 0, 1, 2, 3);
+  const Aabb b = box(-1, 1, 1, 0.5f, 4, 2);
+  const Aabb m = merge(a, b);
+  EXPECT_TRUE(contains(m, a));
+  EXPECT_TRUE(contains(m, b));
+  EXPECT_FALSE(contains(a, m));
+  EXPECT_FLOAT_EQ(surfaceArea(a), 2 * (1 * 2 + 2 * 3 + 3 * 1));
+  const Aabb f = fatten(a, 0.5f);
+  EXPECT_TRUE(contains(f, a));
+  EXPECT_FLOAT_EQ(f.min.x(), -0.5f);
+  EXPECT_FLOAT_EQ(f.max.z(), 3.5f);
+  EXPECT_EQ(merge(Aabb::empty(), a).min, a.min);
+}
+
+TEST(Aabb, Validity) {
+  EXPECT_TRUE(isValid(box(0, 0, 0, 0, 0, 0)));  // a point is a valid box
+  EXPECT_FALSE(isValid(box(1, 0, 0, 0, 1, 1)));
+  EXPECT_FALSE(isValid(box(kNaN, 0, 0, 1, 1, 1)));
+  EXPECT_FALSE(isValid(box(0, 0, 0, kInf, 1, 1)));
+  EXPECT_FALSE(isValid(box(0, 0, 0, 1, 1, 3e7f)));
+  EXPECT_FALSE(isValid(Aabb::empty()));
+  EXPECT_NE(describeInvalid(box(1, 0, 0, 0, 1, 1)).find("inverted on axis x"), std::string::npos);
+  EXPECT_NE(describeInvalid(box(kNaN, 0, 0, 1, 1, 1)).find("NaN"), std::string::npos);
+  EXPECT_TRUE(describeInvalid(box(0, 0, 0, 1, 1, 1)).empty());
+}
+
+TEST(Aabb, DistanceSquared) {
+  const Aabb a = box(0, 0, 0, 1, 1, 1);
+  EXPECT_EQ(distanceSquared(a, Vec3(0.5f, 0.5f, 0.5f)), 0.0f);
+  EXPECT_FLOAT_EQ(distanceSquared(a, Vec3(3, 0.5f, 0.5f)), 4.0f);
+  EXPECT_FLOAT_EQ(distanceSquared(a, Vec3(2, 2, 0.5f)), 2.0f);
+}
+
+TEST(Ray, SlabEntryAndInside) {
+  const Aabb a = box(2, -1, -1, 4, 1, 1);
+  float t = -1;
+  EXPECT_TRUE(intersectRayAabb(makeRay(Vec3(0, 0, 0), Vec3(1, 0, 0), 10), a, t));
+  EXPECT_FLOAT_EQ(t, 2.0f);
+  EXPECT_TRUE(intersectRayAabb(makeRay(Vec3(3, 0, 0), Vec3(1, 0, 0), 10), a, t));
+  EXPECT_EQ(t, 0.0f);  // origin inside
+  EXPECT_FALSE(intersectRayAabb(makeRay(Vec3(0, 0, 0), Vec3(1, 0, 0), 1.5f), a, t));  // too short
+  EXPECT_FALSE(intersectRayAabb(makeRay(Vec3(0, 0, 0), Vec3(-1, 0, 0), 10), a, t));   // behind
+}
+
+TEST(Ray, ParallelToAxisHasNoNaN) {
+  const Aabb a = box(2, -1, -1, 4, 1, 1);
+  float t = -1;
+  // Parallel to x, origin exactly on the y = 1 face plane: touching counts.
+  EXPECT_TRUE(intersectRayAabb(makeRay(Vec3(0, 1, 0), Vec3(1, 0, 0), 10), a, t));
+  EXPECT_FLOAT_EQ(t, 2.0f);
+  // On the y = -1 plane, and with a negative zero component.
+  EXPECT_TRUE(intersectRayAabb(makeRay(Vec3(0, -1, 0), Vec3(1, -0.0f, 0), 10), a, t));
+  // Parallel and outside the slab.
+  EXPECT_FALSE(intersectRayAabb(makeRay(Vec3(0, 1.5f, 0), Vec3(1, 0, 0), 10), a, t));
+  EXPECT_FALSE(intersectRayAabb(makeRay(Vec3(0, -1.5f, 0), Vec3(1, -0.0f, 0), 10), a, t));
+  // Flat box, ray in its plane.
+  EXPECT_TRUE(
+      intersectRayAabb(makeRay(Vec3(0, 0, 0), Vec3(1, 0, 0), 10), box(2, 0, 0, 2, 0, 0), t));
+  EXPECT_FLOAT_EQ(t, 2.0f);
+}
+
+TEST(Ray, Validation) {
+  EXPECT_TRUE(describeInvalidRay(Vec3(0, 0, 0), Vec3(0, 0, 2), 1).empty());
+  EXPECT_FALSE(describeInvalidRay(Vec3(0, 0, 0), Vec3(0, 0, 0), 1).empty());
+  EXPECT_FALSE(describeInvalidRay(Vec3(0, 0, 0), Vec3(kNaN, 0, 1), 1).empty());
+  EXPECT_FALSE(describeInvalidRay(Vec3(kInf, 0, 0), Vec3(0, 0, 1), 1).empty());
+  EXPECT_FALSE(describeInvalidRay(Vec3(0, 0, 0), Vec3(0, 0, 1), 0).empty());
+  EXPECT_FALSE(describeInvalidRay(Vec3(0, 0, 0), Vec3(0, 0, 1), -1).empty());
+  EXPECT_FALSE(describeInvalidRay(Vec3(0, 0, 0), Vec3(0, 0, 1), kInf).empty());
+  const Ray r = makeRay(Vec3(0, 0, 0), Vec3(0, 3, 4), 1);
+  EXPECT_FLOAT_EQ(r.direction.norm(), 1.0f);
+}
+
+}  // namespace
+}  // namespace bp
