@@ -66,10 +66,7 @@ std::vector<Neighbour> nearest(std::span<const Aabb> boxes, const Vec3& point, u
   std::vector<Neighbour> all;
   for (uint32_t i = 0; i < boxes.size(); ++i)
     if (isLive(live, i)) all.push_back({i, distanceSquared(boxes[i], point)});
-  std::sort(all.begin(), all.end(), [](const Neighbour& x, const Neighbour& y) {
-    return x.distanceSquared < y.distanceSquared ||
-           (x.distanceSquared == y.distanceSquared && x.proxy < y.proxy);
-  });
+  std::sort(all.begin(), all.end(), neighbourBefore);
   if (all.size() > k) all.resize(k);
   return all;
 }

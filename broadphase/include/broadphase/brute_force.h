@@ -6,6 +6,7 @@
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
+#include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
 
 #include <cstdint>
@@ -35,11 +36,6 @@ std::vector<uint32_t> queryPoint(std::span<const Aabb> boxes, const Vec3& point,
 
 // The k boxes nearest to `point` by squared distance to the box (0 inside),
 // nearest first, ties to the lower index. Fewer than k if fewer boxes.
-struct Neighbour {
-  uint32_t proxy;
-  float distanceSquared;
-  friend bool operator==(const Neighbour&, const Neighbour&) = default;
-};
 std::vector<Neighbour> nearest(std::span<const Aabb> boxes, const Vec3& point, uint32_t k,
                                std::span<const uint8_t> live = {});
 
