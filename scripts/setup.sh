@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what broadphase needs from Debian's packages, and nothing when all
+# of it is present. Run as root, or as a user with sudo.
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config
+  libtbb-dev libeigen3-dev libgtest-dev libbenchmark-dev  # required
+  libbullet-dev libembree-dev                             # peers for bpbench
+  clang libclang-rt-dev                                   # libFuzzer target
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
