@@ -1,0 +1,425 @@
+// BroadPhase: proxies, the deferred changes, and the frame (pairs + events).
+// Queries are in broad_phase_query.cpp; the per-side glue in broad_phase_side.h.
+#include <broadphase/broad_phase.h>
+
+#include "broad_phase_side.h"
+
+#include <broadphase/jobs/per_worker.h>
+
+#include <tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <string>
+
+namespace bp {
+
+namespace {
+
+std::string handleText(ProxyId id) {
+  return "handle {index " + std::to_string(id.index) + ", generation " +
+         std::to_string(id.generation) + "}";
+}
+
+// Below this many pairs, mapping and sorting run on the calling thread.
+constexpr uint32_t kPairGrain = 16384;
+
+}  // namespace
+
+BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
+  if (config.arena == nullptr && config.threads < 0)
+    throwError(ErrorCode::invalidArgument,
+               "thread count " + std::to_string(config.threads) + " is negative (0 = all cores)");
+  if (!(config.margin >= 0.0f) || !std::isfinite(config.margin))
+    throwError(ErrorCode::invalidArgument,
+               "margin " + std::to_string(config.margin) + " must be finite and >= 0");
+  if (!(config.cellSize >= 0.0f) || !std::isfinite(config.cellSize))
+    throwError(ErrorCode::invalidArgument,
+               "cell size " + std::to_string(config.cellSize) + " must be finite and >= 0");
+  if (config.structure != Structure::bvh && config.structure != Structure::sweep &&
+      config.structure != Structure::automatic)
+    throwError(ErrorCode::invalidArgument, "unknown structure");
+  scheduler_ = config.arena ? std::make_unique<Scheduler>(*config.arena)
+                            : std::make_unique<Scheduler>(config.threads);
+  if (config.structure == Structure::bvh) {
+    sides_[0] = Side::makeBvh(config);
+  } else if (config.structure == Structure::sweep) {
+    sides_[0] = Side::makeSweep(config);
+  } else {
+    sides_[0] = Side::makeSweep(config);
+    sides_[1] = Side::makeBvh(config);
+  }
+}
+
+BroadPhase::~BroadPhase() = default;
+
+// --- Proxies ------------------------------------------------------------------
+
+namespace {
+void checkDesc(const ProxyDesc& d) {
+  if (!isValid(d.box)) throwError(ErrorCode::invalidBox, describeInvalid(d.box));
+  if (d.motion != MotionType::staticBody && d.motion != MotionType::kinematic &&
+      d.motion != MotionType::dynamic)
+    throwError(ErrorCode::invalidArgument,
+               "motion type " + std::to_string(int(d.motion)) + " is not static, kinematic or dynamic");
+}
+}  // namespace
+
+ProxyId BroadPhase::add(const ProxyDesc& desc) {
+  checkDesc(desc);
+  const ProxyId id = pool_.allocate();
+  const uint32_t i = id.index;
+  if (i >= desc_.size()) {
+    desc_.resize(i + 1);
+    inner_.resize(i + 1);
+    side_.resize(i + 1, 0);
+    state_.resize(i + 1, 0);
+    renewed_.resize(i + 1, 0);
+  }
+  desc_[i] = desc;
+  state_[i] = kPendingAdd;
+  side_[i] = (sides_[1] && desc.motion == MotionType::staticBody) ? 1 : 0;
+  pendingAdds_.push_back(i);
+  return id;
+}
+
+void BroadPhase::add(std::span<const ProxyDesc> descs, std::span<ProxyId> out) {
+  if (descs.size() != out.size())
+    throwError(ErrorCode::invalidArgument, "add: " + std::to_string(descs.size()) +
+                                               " descriptions but room for " +
+                                               std::to_string(out.size()) + " handles");
+  for (size_t k = 0; k < descs.size(); ++k) {
+    try {
+      checkDesc(descs[k]);
+    } catch (const Error& e) {
+      throwError(e.code(), "add: entry " + std::to_string(k) + ": " + e.what());
+    }
+  }
+  for (size_t k = 0; k < descs.size(); ++k) out[k] = add(descs[k]);
+}
+
+void BroadPhase::checkLive(ProxyId id, const char* what) const {
+  if (!pool_.isLive(id))
+    throwError(ErrorCode::staleHandle,
+               std::string(what) + ": " + handleText(id) +
+                   " is not a live proxy of this broadphase (removed, never issued, or foreign)");
+}
+
+void BroadPhase::remove(ProxyId id) {
+  checkLive(id, "remove");
+  const uint32_t i = id.index;
+  if (state_[i] & kPendingAdd) {
+    // Never reached a structure: forget it.
+    pendingAdds_.erase(std::find(pendingAdds_.begin(), pendingAdds_.end(), i));
+  } else {
+    pendingRemoves_.push_back({i, side_[i], inner_[i]});
+    if (!renewed_[i]) renewedList_.push_back(i);
+    renewed_[i] = 1;
+  }
+  if (state_[i] & kPendingMove)
+    pendingMoves_.erase(std::find(pendingMoves_.begin(), pendingMoves_.end(), i));
+  state_[i] = 0;
+  pool_.release(id);
+}
+
+void BroadPhase::remove(std::span<const ProxyId> ids) {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    checkLive(ids[k], "remove");
+    for (size_t j = 0; j < k; ++j)
+      if (ids[j] == ids[k])
+        throwError(ErrorCode::staleHandle,
+                   "remove: " + handleText(ids[k]) + " appears twice in the batch");
+  }
+  for (ProxyId id : ids) remove(id);
+}
+
+void BroadPhase::move(ProxyId id, const Aabb& box) {
+  checkLive(id, "move");
+  if (!isValid(box)) throwError(ErrorCode::invalidBox, "move: " + describeInvalid(box));
+  const uint32_t i = id.index;
+  desc_[i].box = box;
+  if (!(state_[i] & (kPendingAdd | kPendingMove))) {
+    state_[i] |= kPendingMove;
+    pendingMoves_.push_back(i);
+  }
+}
+
+void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
+  if (ids.size() != boxes.size())
+    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) +
+                                               " handles but " + std::to_string(boxes.size()) +
+                                               " boxes");
+  for (size_t k = 0; k < ids.size(); ++k) {
+    checkLive(ids[k], "move");
+    if (!isValid(boxes[k]))
+      throwError(ErrorCode::invalidBox,
+                 "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+  }
+  for (size_t k = 0; k < ids.size(); ++k) move(ids[k], boxes[k]);
+}
+
+void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
+  checkLive(id, "setFilter");
+  desc_[id.index].filter = filter;
+}
+
+bool BroadPhase::contains(ProxyId id) const { return pool_.isLive(id); }
+
+ProxyId BroadPhase::handleOf(uint32_t index) const {
+  if (!pool_.isLiveIndex(index))
+    throwError(ErrorCode::staleHandle, "handleOf: no live proxy at index " + std::to_string(index));
+  return pool_.handleOf(index);
+}
+
+const ProxyDesc& BroadPhase::desc(ProxyId id) const {
+  checkLive(id, "desc");
+  return desc_[id.index];
+}
+
+uint32_t BroadPhase::proxyCount() const { return pool_.liveCount(); }
+
+// --- The frame ----------------------------------------------------------------
+
+void BroadPhase::applyPending() {
+  // Removals first, so that a slot freed and reused within the frame leaves
+  // its structure before its new occupant arrives.
+  for (const PendingRemove& r : pendingRemoves_) sides_[r.side]->remove(r.inner);
+  pendingRemoves_.clear();
+
+  for (uint32_t i : pendingAdds_) {
+    inner_[i] = sides_[side_[i]]->add(desc_[i].box, desc_[i].motion == MotionType::staticBody, i);
+    state_[i] = kInStructure;
+  }
+  pendingAdds_.clear();
+
+  for (int s = 0; s < 2; ++s) {
+    if (!sides_[s]) continue;
+    Side& side = *sides_[s];
+    side.moveIds.clear();
+    side.moveBoxes.clear();
+  }
+  for (uint32_t i : pendingMoves_) {
+    Side& side = *sides_[side_[i]];
+    side.moveIds.push_back(inner_[i]);
+    side.moveBoxes.push_back(desc_[i].box);
+    state_[i] &= uint8_t(~kPendingMove);
+  }
+  pendingMoves_.clear();
+  for (int s = 0; s < 2; ++s)
+    if (sides_[s] && !sides_[s]->moveIds.empty()) sides_[s]->moveBatch();
+}
+
+void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
+  Side& main = *sides_[0];
+  Side* statics = sides_[1].get();
+  // The moving side's own pairs and (in `automatic`) moving-versus-static
+  // pairs are independent: run them as two tasks.
+  scheduler_->invoke([&] { main.findPairs(*scheduler_); },
+                     [&] {
+                       if (statics) statics->pairAgainst(*scheduler_, main, desc_);
+                     });
+
+  // Map structure indices to proxy indices, apply filters and motion rules.
+  const bool kk = config_.pairKinematicKinematic;
+  auto accept = [&](uint32_t a, uint32_t b) {
+    const ProxyDesc& da = desc_[a];
+    const ProxyDesc& db = desc_[b];
+    if (!da.filter.accepts(db.filter)) return false;
+    const bool aKin = da.motion == MotionType::kinematic;
+    const bool bKin = db.motion == MotionType::kinematic;
+    if (aKin && (bKin ? !kk : db.motion == MotionType::staticBody)) return false;
+    if (bKin && da.motion == MotionType::staticBody) return false;
+    return true;
+  };
+
+  PerWorker<std::vector<ProxyPair>> buffers(scheduler_->threadCount());
+  auto mapRange = [&](std::span<const Pair> raw, const std::vector<uint32_t>& outerA,
+                      const std::vector<uint32_t>& outerB) {
+    const uint32_t n = static_cast<uint32_t>(raw.size());
+    scheduler_->forEach(0, n, kPairGrain, [&](uint32_t begin, uint32_t end) {
+      std::vector<ProxyPair>& buf = buffers.local();
+      for (uint32_t k = begin; k < end; ++k) {
+        uint32_t a = outerA[raw[k].a];
+        uint32_t b = outerB[raw[k].b];
+        if (a > b) std::swap(a, b);
+        if (accept(a, b)) buf.push_back({a, b, desc_[a].userData, desc_[b].userData});
+      }
+    });
+  };
+  mapRange(main.pairs, main.outer, main.outer);
+  if (statics) mapRange(statics->pairs, main.outer, statics->outer);
+
+  size_t total = 0;
+  buffers.forEachSlot([&](std::vector<ProxyPair>& b) { total += b.size(); });
+  if (config_.maxPairs != 0 && total > config_.maxPairs)
+    throwError(ErrorCode::capacityExceeded,
+               "update: " + std::to_string(total) + " pairs exceed maxPairs = " +
+                   std::to_string(config_.maxPairs));
+  out.clear();
+  out.reserve(total);
+  buffers.forEachSlot([&](std::vector<ProxyPair>& b) { out.insert(out.end(), b.begin(), b.end()); });
+  // Keys are unique, so any sort gives the one canonical order: the result
+  // does not depend on how the work was split between threads.
+  auto byKey = [](const ProxyPair& x, const ProxyPair& y) { return x.key() < y.key(); };
+  if (!std::is_sorted(out.begin(), out.end(), byKey)) {
+    if (out.size() < kPairGrain || scheduler_->threadCount() == 1)
+      std::sort(out.begin(), out.end(), byKey);
+    else
+      scheduler_->run([&] { tbb::parallel_sort(out.begin(), out.end(), byKey); });
+  }
+}
+
+void BroadPhase::computeEvents() {
+  begun_.clear();
+  ended_.clear();
+  size_t i = 0, j = 0;
+  const size_t np = previous_.size(), nc = pairs_.size();
+  while (i < np || j < nc) {
+    if (j == nc || (i < np && previous_[i].key() < pairs_[j].key())) {
+      ended_.push_back(previous_[i++]);
+    } else if (i == np || pairs_[j].key() < previous_[i].key()) {
+      begun_.push_back(pairs_[j++]);
+    } else {
+      // Same indices in both frames; a proxy removed in between (and its slot
+      // reused) makes them different pairs.
+      if (renewed_[pairs_[j].a] || renewed_[pairs_[j].b]) {
+        ended_.push_back(previous_[i]);
+        begun_.push_back(pairs_[j]);
+      }
+      ++i;
+      ++j;
+    }
+  }
+  for (uint32_t r : renewedList_) renewed_[r] = 0;
+  renewedList_.clear();
+}
+
+const FramePairs& BroadPhase::update() {
+  applyPending();
+  std::swap(previous_, pairs_);
+  try {
+    collectPairs(pairs_);
+  } catch (...) {
+    std::swap(previous_, pairs_);  // keep the last frame's pairs as they were
+    throw;
+  }
+  computeEvents();
+  frame_ = {pairs_, begun_, ended_};
+  return frame_;
+}
+
+void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
+  // Reuses the merged path's parallel stages but hands each worker's chunk
+  // straight to the consumer instead of merging.
+  applyPending();
+  Side& main = *sides_[0];
+  Side* statics = sides_[1].get();
+  scheduler_->invoke([&] { main.findPairs(*scheduler_); },
+                     [&] {
+                       if (statics) statics->pairAgainst(*scheduler_, main, desc_);
+                     });
+  const bool kk = config_.pairKinematicKinematic;
+  auto deliver = [&](std::span<const Pair> raw, const std::vector<uint32_t>& outerA,
+                     const std::vector<uint32_t>& outerB) {
+    scheduler_->forEach(0, uint32_t(raw.size()), kPairGrain, [&](uint32_t begin, uint32_t end) {
+      ProxyPair chunk[256];
+      int n = 0;
+      for (uint32_t k = begin; k < end; ++k) {
+        uint32_t a = outerA[raw[k].a], b = outerB[raw[k].b];
+        if (a > b) std::swap(a, b);
+        const ProxyDesc& da = desc_[a];
+        const ProxyDesc& db = desc_[b];
+        if (!da.filter.accepts(db.filter)) continue;
+        const bool aKin = da.motion == MotionType::kinematic;
+        const bool bKin = db.motion == MotionType::kinematic;
+        if (aKin && (bKin ? !kk : db.motion == MotionType::staticBody)) continue;
+        if (bKin && da.motion == MotionType::staticBody) continue;
+        chunk[n++] = {a, b, da.userData, db.userData};
+        if (n == 256) {
+          consume(std::span<const ProxyPair>(chunk, n));
+          n = 0;
+        }
+      }
+      if (n) consume(std::span<const ProxyPair>(chunk, n));
+    });
+  };
+  deliver(main.pairs, main.outer, main.outer);
+  if (statics) deliver(statics->pairs, main.outer, statics->outer);
+  previous_.clear();
+  pairs_.clear();
+  begun_.clear();
+  ended_.clear();
+  for (uint32_t r : renewedList_) renewed_[r] = 0;
+  renewedList_.clear();
+  frame_ = {};
+}
+
+// --- Large worlds -------------------------------------------------------------
+
+void BroadPhase::shiftOrigin(const Vec3& offset) {
+  if (!isFinite(offset))
+    throwError(ErrorCode::invalidArgument, "shiftOrigin: offset is not finite");
+  // Validate every shifted box before changing anything.
+  for (uint32_t i = 0; i < desc_.size(); ++i) {
+    if (!pool_.isLiveIndex(i)) continue;
+    const Aabb shifted{desc_[i].box.min - offset, desc_[i].box.max - offset};
+    if (!isValid(shifted))
+      throwError(ErrorCode::invalidBox,
+                 "shiftOrigin: proxy " + std::to_string(i) + " would become " +
+                     describeInvalid(shifted));
+  }
+  applyPending();
+  // Rebuild both sides from scratch: a shift is rare, and a fresh build gives
+  // the trees their best quality in the new frame.
+  for (auto& side : sides_)
+    if (side) side = side->makeEmptyLike(config_);
+  for (uint32_t i = 0; i < desc_.size(); ++i) {
+    if (!pool_.isLiveIndex(i)) continue;
+    desc_[i].box = {desc_[i].box.min - offset, desc_[i].box.max - offset};
+    inner_[i] = sides_[side_[i]]->add(desc_[i].box, desc_[i].motion == MotionType::staticBody, i);
+    state_[i] = kInStructure;
+  }
+}
+
+// --- Introspection ------------------------------------------------------------
+
+std::string BroadPhase::validate() const {
+  if (std::string e = pool_.validate(); !e.empty()) return "handle pool: " + e;
+  for (int s = 0; s < 2; ++s)
+    if (sides_[s])
+      if (std::string e = sides_[s]->validate(); !e.empty())
+        return std::string(s ? "static side: " : "moving side: ") + e;
+  for (uint32_t i = 0; i < desc_.size(); ++i) {
+    if (!pool_.isLiveIndex(i)) continue;
+    if (!isValid(desc_[i].box)) return "proxy " + std::to_string(i) + " holds an invalid box";
+    if (state_[i] & kPendingAdd) continue;
+    const Side& side = *sides_[side_[i]];
+    if (!side.contains(inner_[i]))
+      return "proxy " + std::to_string(i) + " is missing from its structure";
+    if (side.outer[inner_[i].index] != i)
+      return "proxy " + std::to_string(i) + " maps to a structure slot that maps elsewhere";
+  }
+  uint32_t inStructures = 0;
+  for (int s = 0; s < 2; ++s)
+    if (sides_[s]) inStructures += sides_[s]->proxyCount();
+  if (inStructures + pendingAdds_.size() != pool_.liveCount() + pendingRemoves_.size())
+    return "structures hold " + std::to_string(inStructures) + " proxies, expected " +
+           std::to_string(pool_.liveCount() + pendingRemoves_.size() - pendingAdds_.size());
+  return {};
+}
+
+size_t BroadPhase::memoryBytes() const {
+  size_t bytes = desc_.capacity() * sizeof(ProxyDesc) + inner_.capacity() * sizeof(ProxyId) +
+                 side_.capacity() + state_.capacity() + renewed_.capacity() +
+                 pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
+                 (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *
+                     sizeof(uint32_t) +
+                 pendingRemoves_.capacity() * sizeof(PendingRemove) +
+                 (pairs_.capacity() + previous_.capacity() + begun_.capacity() +
+                  ended_.capacity()) *
+                     sizeof(ProxyPair);
+  for (const auto& side : sides_)
+    if (side) bytes += side->memoryBytes();
+  return bytes;
+}
+
+}  // namespace bp
