@@ -95,6 +95,13 @@ TEST(Ray, Validation) {
   EXPECT_FALSE(describeInvalidRay(Vec3(0, 0, 0), Vec3(0, 0, 1), kInf).empty());
   const Ray r = makeRay(Vec3(0, 0, 0), Vec3(0, 3, 4), 1);
   EXPECT_FLOAT_EQ(r.direction.norm(), 1.0f);
+  // Denormal and huge directions normalise without NaN.
+  for (float s : {1e-40f, 1e-20f, 1e30f, 3e38f}) {
+    const Ray q = makeRay(Vec3(0, 0, 0), Vec3(s, s, 0), 1);
+    EXPECT_TRUE(describeInvalidRay(Vec3(0, 0, 0), Vec3(s, s, 0), 1).empty()) << s;
+    EXPECT_FLOAT_EQ(q.direction.norm(), 1.0f) << s;
+    EXPECT_FLOAT_EQ(q.direction.x(), q.direction.y()) << s;
+  }
 }
 
 }  // namespace

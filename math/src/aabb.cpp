@@ -38,8 +38,6 @@ std::string describeInvalidRay(const Vec3& origin, const Vec3& direction, float 
   if (!isFinite(direction)) return "ray direction " + toString(direction) + " is not finite";
   if (direction.x() == 0.0f && direction.y() == 0.0f && direction.z() == 0.0f)
     return "ray direction is zero";
-  if (!std::isfinite(direction.squaredNorm()))
-    return "ray direction " + toString(direction) + " overflows when normalised";
   if (!(std::isfinite(length) && length > 0.0f))
     return "ray length " + std::to_string(length) + " must be finite and > 0";
   return {};

@@ -8,6 +8,7 @@
 
 #include <broadphase/math/vec3.h>
 
+#include <limits>
 #include <string>
 
 namespace bp {

@@ -12,6 +12,7 @@
 #include <broadphase/math/aabb.h>
 
 #include <string>
+#include <utility>
 
 namespace bp {
 
@@ -27,9 +28,11 @@ struct Ray {
 inline Ray makeRay(const Vec3& origin, const Vec3& direction, float length) {
   Ray r;
   r.origin = origin;
-  const float len = std::sqrt(direction.x() * direction.x() + direction.y() * direction.y() +
-                              direction.z() * direction.z());
-  r.direction = direction / len;
+  // Scale by the largest component first so that neither a tiny (denormal)
+  // nor a huge direction under- or overflows on the way to unit length.
+  const float scale = direction.cwiseAbs().maxCoeff();
+  const Vec3 d = direction / scale;
+  r.direction = d / std::sqrt(d.x() * d.x() + d.y() * d.y() + d.z() * d.z());
   r.maxT = length;
   r.invDirection = Vec3(1.0f / r.direction.x(), 1.0f / r.direction.y(), 1.0f / r.direction.z());
   return r;
