@@ -15,8 +15,6 @@
 #include <broadphase/bvh.h>
 #include <broadphase/bvh_stack.h>
 
-#include <tbb/parallel_sort.h>
-
 #include <algorithm>
 
 namespace bp {
@@ -151,16 +149,7 @@ void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
   });
   if (!sorted) return;
 
-  size_t total = 0;
-  for (int w = 0; w < pairBuffers_.size(); ++w) total += pairBuffers_[w].size();
-  sorted->resize(total);
-  size_t offset = 0;
-  for (int w = 0; w < pairBuffers_.size(); ++w) {
-    std::copy(pairBuffers_[w].begin(), pairBuffers_[w].end(), sorted->begin() + offset);
-    offset += pairBuffers_[w].size();
-  }
-  // Keys are unique, so any correct sort gives the one canonical order.
-  scheduler.run([&] { tbb::parallel_sort(sorted->begin(), sorted->end()); });
+  sortPairs(scheduler, *sorted);
 }
 
 void Bvh::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {

@@ -136,6 +136,7 @@ class Bvh {
   // bvh_pairs.cpp
   void collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
                     FunctionRef<void(std::span<const Pair>)>* consume);
+  void sortPairs(Scheduler& scheduler, std::vector<Pair>& out);  // bvh_pair_sort.cpp
 
   // bvh_query.cpp
   RayHit castRayUnchecked(const Ray& ray, RayQuery kind) const;
@@ -161,6 +162,8 @@ class Bvh {
   PerWorker<std::vector<Pair>> pairBuffers_;
   std::vector<uint32_t> scratchTop_;
   std::vector<uint32_t> scratchFrontier_;
+  std::vector<uint32_t> bucketStart_;   // pair sort: first pair of each a
+  std::vector<uint32_t> bucketCursor_;  // pair sort: next free slot of each a
 };
 
 }  // namespace bp
