@@ -6,6 +6,8 @@
 #include <broadphase/bvh_stack.h>
 #include <broadphase/error.h>
 
+#include <tbb/parallel_sort.h>
+
 #include <algorithm>
 
 namespace bp {
@@ -16,6 +18,41 @@ void checkRay(const Ray& ray, const char* operation) {
   const std::string why = describeInvalidRay(ray.origin, ray.direction, ray.maxT);
   if (!why.empty())
     throwError(ErrorCode::invalidRay, std::string("Bvh::") + operation + ": " + why);
+}
+
+constexpr uint32_t kMortonOrderRays = 4096;
+constexpr size_t kMortonOrderNodes = 32768;  // 2 MB of nodes
+
+// Spreads the low 10 bits of v to every third bit.
+uint32_t spreadBits(uint32_t v) {
+  v &= 0x3ffu;
+  v = (v | (v << 16)) & 0x030000ffu;
+  v = (v | (v << 8)) & 0x0300f00fu;
+  v = (v | (v << 4)) & 0x030c30c3u;
+  v = (v | (v << 2)) & 0x09249249u;
+  return v;
+}
+
+// Ray indices sorted by the Morton code of their origins (code << 32 | index:
+// unique keys, so the order is the same for any thread count).
+std::vector<uint64_t> mortonOrder(Scheduler& scheduler, std::span<const Ray> rays) {
+  Aabb bounds = Aabb::empty();
+  for (const Ray& r : rays) bounds = merge(bounds, Aabb{r.origin, r.origin});
+  const Vec3 extent = bounds.extent();
+  Vec3 scale;
+  for (int a = 0; a < 3; ++a) scale[a] = extent[a] > 0.0f ? 1023.0f / extent[a] : 0.0f;
+  std::vector<uint64_t> keys(rays.size());
+  scheduler.forEach(
+      0, static_cast<uint32_t>(rays.size()), 16384, [&](uint32_t begin, uint32_t end) {
+        for (uint32_t k = begin; k < end; ++k) {
+          const Vec3 q = (rays[k].origin - bounds.min).cwiseProduct(scale);
+          const uint32_t code = spreadBits(uint32_t(q.x())) | (spreadBits(uint32_t(q.y())) << 1) |
+                                (spreadBits(uint32_t(q.z())) << 2);
+          keys[k] = (uint64_t(code) << 32) | k;
+        }
+      });
+  scheduler.run([&] { tbb::parallel_sort(keys.begin(), keys.end()); });
+  return keys;
 }
 
 enum class RayMode { closest, any, all, callback };
@@ -37,10 +74,30 @@ struct RayWalk {
   std::vector<RayHit>* all = nullptr;
   RayCallback* callback = nullptr;
   bool stopped = false;
+  bool grown = false;
+  bool negative[3] = {ray.invDirection.x() < 0.0f, ray.invDirection.y() < 0.0f,
+                      ray.invDirection.z() < 0.0f};
 
+  // intersectRayAabb() with the near and far planes chosen once per ray by
+  // the sign of each direction component instead of a swap per box: the same
+  // arithmetic (so the same bits, NaN rules included), without branches.
   bool slab(const Aabb& box, float limit, float& t) const {
-    const Aabb grown{box.min - grow, box.max + grow};
-    return intersectRayAabb(ray.origin, ray.invDirection, grown, 0.0f, limit, t);
+    float tMin = 0.0f, tMaxBox = limit;
+    for (int axis = 0; axis < 3; ++axis) {
+      float nearPlane = negative[axis] ? box.max[axis] : box.min[axis];
+      float farPlane = negative[axis] ? box.min[axis] : box.max[axis];
+      if (grown) {
+        nearPlane = negative[axis] ? box.max[axis] + grow[axis] : box.min[axis] - grow[axis];
+        farPlane = negative[axis] ? box.min[axis] - grow[axis] : box.max[axis] + grow[axis];
+      }
+      const float inv = ray.invDirection[axis];
+      const float tNear = (nearPlane - ray.origin[axis]) * inv;
+      const float tFar = (farPlane - ray.origin[axis]) * inv;
+      tMin = tNear > tMin ? tNear : tMin;
+      tMaxBox = tFar < tMaxBox ? tFar : tMaxBox;
+    }
+    t = tMin;
+    return tMin <= tMaxBox;
   }
 
   // The exact test, identical to brute::castRayClosest / brute::castBox.
@@ -215,13 +272,30 @@ void Bvh::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<Ra
   if (kind == RayQuery::all)
     throwError(ErrorCode::invalidArgument, "Bvh::castRays: RayQuery::all is not a batch query");
   for (const Ray& r : rays) checkRay(r, "castRays");
-  scheduler.forEach(0, static_cast<uint32_t>(rays.size()), 256, [&](uint32_t begin, uint32_t end) {
-    for (uint32_t k = begin; k < end; ++k) out[k] = castRayUnchecked(rays[k], kind);
+  const uint32_t count = static_cast<uint32_t>(rays.size());
+  // Only worth it when the tree outgrows the caches.
+  const size_t nodes = dynamic_.nodes.size() + static_.nodes.size();
+  if (count < kMortonOrderRays || nodes < kMortonOrderNodes) {
+    scheduler.forEach(0, count, 256, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t k = begin; k < end; ++k) out[k] = castRayUnchecked(rays[k], kind);
+    });
+    return;
+  }
+  // Visit space in order: rays cast in Morton order of their origins walk
+  // nearly the same nodes one after another, so the tree stays in cache.
+  // Each result still goes to its ray's slot: the answer is the same.
+  const std::vector<uint64_t> order = mortonOrder(scheduler, rays);
+  scheduler.forEach(0, count, 256, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t k = begin; k < end; ++k) {
+      const uint32_t r = static_cast<uint32_t>(order[k]);
+      out[r] = castRayUnchecked(rays[r], kind);
+    }
   });
 }
 
 RayHit Bvh::castGrownClosest(const Ray& ray, const Vec3& grow) const {
   RayWalk w{ray, grow, RayMode::closest, exact_.data(), ray.maxT, {}};
+  w.grown = true;
   BvhStack<RayEntry> stack;
   w.walk(dynamic_, stack);
   w.walk(static_, stack);
