@@ -33,17 +33,17 @@ struct BuildRange {
   uint32_t end;
   uint32_t node;
   uint32_t parentRef;
-};
-
-struct Bin {
-  Aabb box = Aabb::empty();
-  uint32_t count = 0;
+  uint32_t buffer;  // which of the two item arrays holds this range
 };
 
 class Builder {
  public:
   Builder(std::vector<BuildItem>& items, BvhTree& tree, std::vector<uint32_t>& leafRef, int threads)
-      : items_(items), nodes_(tree.nodes.data()), leafRef_(leafRef), threads_(threads) {}
+      : nodes_(tree.nodes.data()), leafRef_(leafRef), threads_(threads) {
+    scratch_.resize(items.size());
+    buffers_[0] = items.data();
+    buffers_[1] = scratch_.data();
+  }
 
   // Builds the subtree over `range`, spawning big halves as parallel tasks.
   void build(BuildRange range) {
@@ -64,79 +64,135 @@ class Builder {
   }
 
  private:
-  // Centroids are compared doubled (min + max) to skip the multiply.
-  static float centroid(const Aabb& b, int axis) { return b.min[axis] + b.max[axis]; }
+  using Lanes = Eigen::Array4f;  // x, y, z and an ignored fourth lane
+
+  // Loads of 4 floats from a box corner: min reads into max.x and max into
+  // the proxy field, both inside the item; lane 3 is never used.
+  static Lanes loadMin(const BuildItem& it) { return Eigen::Map<const Lanes>(it.box.min.data()); }
+  static Lanes loadMax(const BuildItem& it) { return Eigen::Map<const Lanes>(it.box.max.data()); }
+  static float area(const Lanes& lo, const Lanes& hi) {
+    const Lanes d = hi - lo;
+    return 2.0f * (d[0] * d[1] + d[1] * d[2] + d[2] * d[0]);
+  }
+  static Aabb toAabb(const Lanes& lo, const Lanes& hi) {
+    return {Vec3(lo[0], lo[1], lo[2]), Vec3(hi[0], hi[1], hi[2])};
+  }
+
+  struct Bin {
+    Lanes lo, hi;
+    uint32_t count;
+  };
+
+  // Bin of a doubled centroid (min + max) on every axis: one vector
+  // expression, used both to fill the bins and to partition, so the two agree.
+  static Eigen::Array4i binsOf(const BuildItem& it, const Lanes& cmin, const Lanes& scale,
+                               int bins) {
+    const Lanes c = loadMin(it) + loadMax(it);
+    return ((c - cmin) * scale).cast<int>().max(0).min(bins - 1);
+  }
 
   // Splits r into two halves, fills node r.node, and returns the halves that
   // still need a node (0, 1 or 2 of left, right; a half of one leaf needs none).
   int split(const BuildRange& r, BuildRange& left, BuildRange& right) {
-    BuildItem* items = items_.data();
+    BuildItem* items = buffers_[r.buffer];
     const uint32_t count = r.end - r.begin;
 
-    Vec3 cmin(std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
-              std::numeric_limits<float>::infinity());
-    Vec3 cmax = -cmin;
+    Lanes cmin = Lanes::Constant(std::numeric_limits<float>::infinity());
+    Lanes cmax = -cmin;
     for (uint32_t k = r.begin; k < r.end; ++k) {
-      const Vec3 c = items[k].box.min + items[k].box.max;
-      cmin = cmin.cwiseMin(c);
-      cmax = cmax.cwiseMax(c);
+      const Lanes c = loadMin(items[k]) + loadMax(items[k]);
+      cmin = cmin.min(c);
+      cmax = cmax.max(c);
+    }
+    // As many bins as items, up to kBins: the per-node cost of the bins
+    // dominates the build otherwise, most nodes being small.
+    const int nb = int(std::min<uint32_t>(kBins, count));
+    Lanes scale = Lanes::Zero();
+    bool splittable[3];
+    for (int axis = 0; axis < 3; ++axis) {
+      const float extent = cmax[axis] - cmin[axis];
+      const float sc = float(nb) * 0.9999f / extent;
+      splittable[axis] = extent > 0.0f && std::isfinite(sc);
+      if (splittable[axis]) scale[axis] = sc;
     }
 
     int bestAxis = -1, bestSplit = 0;
-    float bestCost = std::numeric_limits<float>::infinity();
     Aabb bestLeft, bestRight;
-    float scale[3];
-    for (int axis = 0; axis < 3; ++axis) {
-      const float extent = cmax[axis] - cmin[axis];
-      scale[axis] = extent > 0.0f ? float(kBins) * 0.9999f / extent : 0.0f;
-      if (!(extent > 0.0f) || !std::isfinite(scale[axis])) continue;
-      Bin bins[kBins];
+    if (count > 2 && (splittable[0] || splittable[1] || splittable[2])) {
+      Bin bins[3][kBins];
+      for (auto& axisBins : bins)
+        for (int b = 0; b < nb; ++b) {
+          axisBins[b].lo = Lanes::Constant(std::numeric_limits<float>::infinity());
+          axisBins[b].hi = Lanes::Constant(-std::numeric_limits<float>::infinity());
+          axisBins[b].count = 0;
+        }
       for (uint32_t k = r.begin; k < r.end; ++k) {
-        const int b = binOf(items[k].box, axis, cmin[axis], scale[axis]);
-        bins[b].box = merge(bins[b].box, items[k].box);
-        ++bins[b].count;
+        const Lanes lo = loadMin(items[k]), hi = loadMax(items[k]);
+        const Eigen::Array4i b = binsOf(items[k], cmin, scale, nb);
+        for (int axis = 0; axis < 3; ++axis) {
+          Bin& bin = bins[axis][b[axis]];
+          bin.lo = bin.lo.min(lo);
+          bin.hi = bin.hi.max(hi);
+          ++bin.count;
+        }
       }
-      // Sweep from the right for suffix areas, then from the left.
-      float rightArea[kBins];
-      Aabb rightBox[kBins];
-      Aabb acc = Aabb::empty();
-      for (int b = kBins - 1; b > 0; --b) {
-        acc = merge(acc, bins[b].box);
-        rightBox[b] = acc;
-        rightArea[b] = surfaceArea(acc);
-      }
-      Aabb leftAcc = Aabb::empty();
-      uint32_t leftCount = 0;
-      for (int b = 1; b < kBins; ++b) {
-        leftAcc = merge(leftAcc, bins[b - 1].box);
-        leftCount += bins[b - 1].count;
-        const uint32_t rightCount = count - leftCount;
-        if (leftCount == 0 || rightCount == 0) continue;
-        const float cost =
-            surfaceArea(leftAcc) * float(leftCount) + rightArea[b] * float(rightCount);
-        if (cost < bestCost) {
-          bestCost = cost;
-          bestAxis = axis;
-          bestSplit = b;
-          bestLeft = leftAcc;
-          bestRight = rightBox[b];
+      float bestCost = std::numeric_limits<float>::infinity();
+      for (int axis = 0; axis < 3; ++axis) {
+        if (!splittable[axis]) continue;
+        const Bin* bn = bins[axis];
+        // Suffix boxes from the right, then a sweep from the left.
+        Lanes rightLo[kBins], rightHi[kBins];
+        Lanes lo = bn[nb - 1].lo, hi = bn[nb - 1].hi;
+        for (int b = nb - 1; b > 0; --b) {
+          lo = lo.min(bn[b].lo);
+          hi = hi.max(bn[b].hi);
+          rightLo[b] = lo;
+          rightHi[b] = hi;
+        }
+        Lanes leftLo = bn[0].lo, leftHi = bn[0].hi;
+        uint32_t leftCount = 0;
+        for (int b = 1; b < nb; ++b) {
+          leftLo = leftLo.min(bn[b - 1].lo);
+          leftHi = leftHi.max(bn[b - 1].hi);
+          leftCount += bn[b - 1].count;
+          const uint32_t rightCount = count - leftCount;
+          if (leftCount == 0 || rightCount == 0) continue;
+          const float cost = area(leftLo, leftHi) * float(leftCount) +
+                             area(rightLo[b], rightHi[b]) * float(rightCount);
+          if (cost < bestCost) {
+            bestCost = cost;
+            bestAxis = axis;
+            bestSplit = b;
+            bestLeft = toAabb(leftLo, leftHi);
+            bestRight = toAabb(rightLo[b], rightHi[b]);
+          }
         }
       }
     }
 
     uint32_t mid;
+    uint32_t buffer = r.buffer;
     if (bestAxis < 0) {
-      // Every centroid in one point: split by count.
+      // Two leaves, or every centroid in one point: split by count.
       mid = r.begin + count / 2;
       bestLeft = bestRight = Aabb::empty();
       for (uint32_t k = r.begin; k < mid; ++k) bestLeft = merge(bestLeft, items[k].box);
       for (uint32_t k = mid; k < r.end; ++k) bestRight = merge(bestRight, items[k].box);
     } else {
-      const float lo = cmin[bestAxis], s = scale[bestAxis];
-      BuildItem* m = std::partition(items + r.begin, items + r.end, [&](const BuildItem& it) {
-        return binOf(it.box, bestAxis, lo, s) < bestSplit;
-      });
-      mid = static_cast<uint32_t>(m - items);
+      // Out-of-place partition into the other array, left items from the
+      // front and right items from the back: no data-dependent branch (an
+      // in-place partition mispredicts on every other item).
+      buffer = 1 - r.buffer;
+      BuildItem* out = buffers_[buffer];
+      uint32_t front = r.begin, back = r.end;
+      for (uint32_t k = r.begin; k < r.end; ++k) {
+        const bool goesLeft = binsOf(items[k], cmin, scale, nb)[bestAxis] < bestSplit;
+        out[goesLeft ? front : back - 1] = items[k];
+        front += goesLeft ? 1 : 0;
+        back -= goesLeft ? 0 : 1;
+      }
+      mid = front;
+      items = out;
     }
 
     BvhNode& node = nodes_[r.node];
@@ -153,7 +209,7 @@ class Builder {
       leafRef_[items[r.begin].proxy] = r.node << 1;
     } else {
       node.child[0] = leftNode;
-      left = {r.begin, mid, leftNode, r.node << 1};
+      left = {r.begin, mid, leftNode, r.node << 1, buffer};
       ++children;
     }
     if (r.end - mid == 1) {
@@ -162,18 +218,14 @@ class Builder {
     } else {
       node.child[1] = rightNode;
       BuildRange& slot = children == 0 ? left : right;
-      slot = {mid, r.end, rightNode, (r.node << 1) | 1};
+      slot = {mid, r.end, rightNode, (r.node << 1) | 1, buffer};
       ++children;
     }
     return children;
   }
 
-  static int binOf(const Aabb& box, int axis, float lo, float scale) {
-    const int b = int((centroid(box, axis) - lo) * scale);
-    return std::clamp(b, 0, kBins - 1);
-  }
-
-  std::vector<BuildItem>& items_;
+  std::vector<BuildItem> scratch_;
+  BuildItem* buffers_[2];
   BvhNode* nodes_;
   std::vector<uint32_t>& leafRef_;
   int threads_;
@@ -222,7 +274,7 @@ void Bvh::rebuildTree(BvhTree& tree, Scheduler& scheduler) {
     tree.nodes.resize(count - 1);
     tree.root = 0;
     Builder builder(items, tree, leafRef_, scheduler.threadCount());
-    scheduler.run([&] { builder.build({0, count, 0, kNullIndex}); });
+    scheduler.run([&] { builder.build({0, count, 0, kNullIndex, 0}); });
   }
   tree.cost = computeCost(tree, scheduler);
   tree.costAtBuild = tree.cost;
