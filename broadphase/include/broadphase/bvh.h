@@ -1,0 +1,169 @@
+// Bvh: the dynamic AABB tree broadphase (docs/structure_contract.md).
+//
+// Two trees, as in Box2D v3: moving proxies in `dynamic`, static proxies in
+// `static`. Static proxies are never paired with each other, and the static
+// tree is only refit or rebuilt when a static proxy changed.
+//
+// Each leaf stores a fat box: the exact box grown by BvhConfig::margin and,
+// optionally, stretched along the last displacement. A move whose exact box
+// stays inside the fat box only writes the exact box (a flat array indexed by
+// proxy, apart from the nodes) and touches no node. A move that escapes gets a
+// new fat box; its slot is written and its ancestors refit in one parallel
+// pass in update(). Pairs and queries test the exact boxes; fat boxes only
+// prune.
+//
+// Adds are deferred to update() too: a few are inserted one by one (SAH
+// branch and bound over the sibling choice), many at once trigger a full
+// binned-SAH rebuild in parallel tasks. A tree whose SAH cost grew past
+// BvhConfig::rebuildRatio times its cost after the last build is rebuilt.
+#pragma once
+
+#include <broadphase/bvh_node.h>
+#include <broadphase/function_ref.h>
+#include <broadphase/jobs/per_worker.h>
+#include <broadphase/jobs/scheduler.h>
+#include <broadphase/math/aabb.h>
+#include <broadphase/math/ray.h>
+#include <broadphase/pair.h>
+#include <broadphase/proxy_id.h>
+#include <broadphase/query.h>
+#include <broadphase/ray_hit.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+struct BvhConfig {
+  // Fat box = exact box grown by `margin` on every side (world units, >= 0).
+  float margin = 0.1f;
+  // Also stretch the fat box by displacementScale x the last displacement in
+  // the direction of motion, so that a steadily moving proxy stays inside it
+  // for several frames. A jump larger than the box itself (a teleport) is not
+  // extrapolated.
+  bool extendByDisplacement = true;
+  float displacementScale = 2.0f;
+  // Rebuild a tree when its SAH cost exceeds rebuildRatio x its cost right
+  // after the last full build (> 1).
+  float rebuildRatio = 1.3f;
+};
+
+// Diagnostics of one tree (Bvh-only, not part of the shared contract).
+struct BvhTreeStats {
+  uint32_t leaves = 0;
+  uint32_t nodes = 0;         // internal nodes in use
+  double cost = 0;            // SAH cost: sum of internal node areas
+  double costAtBuild = 0;     // cost right after the last full build
+  uint32_t rebuildCount = 0;  // full builds so far
+};
+
+class Bvh {
+ public:
+  explicit Bvh(const BvhConfig& config = {});
+
+  // Proxies.
+  ProxyId add(const Aabb& box, bool isStatic = false);
+  void remove(ProxyId id);
+  void move(ProxyId id, const Aabb& box);
+  void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);
+  bool contains(ProxyId id) const { return pool_.isLive(id); }
+  const Aabb& box(uint32_t index) const;
+  bool isStatic(uint32_t index) const;
+  uint32_t proxyCount() const { return pool_.liveCount(); }
+  uint32_t capacity() const { return pool_.capacity(); }
+  ProxyId handleOf(uint32_t index) const;
+
+  // Deferred structural work: writes moved slots, refits, inserts or
+  // rebuilds. Deterministic: the trees come out the same for any thread count.
+  void update(Scheduler& scheduler);
+
+  void findPairs(Scheduler& scheduler, std::vector<Pair>& out);
+  void findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume);
+
+  // Const queries (throw Error(invalidArgument) while changes are pending).
+  void queryBox(const Aabb& box, OverlapCallback callback) const;
+  void queryPoint(const Vec3& point, OverlapCallback callback) const;
+  RayHit castRay(const Ray& ray, RayQuery kind) const;
+  void castRayAll(const Ray& ray, std::vector<RayHit>& out) const;
+  void castRay(const Ray& ray, RayCallback callback) const;
+  void castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<RayHit> out,
+                RayQuery kind) const;
+  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const;
+  RayHit castBox(const Vec3& halfExtent, const Ray& ray) const;
+
+  std::string validate() const;
+  size_t memoryBytes() const;
+
+  // Bvh-only: force a full rebuild of both trees (after update()), and observe
+  // the trees. qualityRatio() is the SAH cost of the dynamic tree over the
+  // cost of a fresh full build of the same leaves (1 = as good as a rebuild).
+  void rebuild(Scheduler& scheduler);
+  BvhTreeStats dynamicStats() const { return statsOf(dynamic_); }
+  BvhTreeStats staticStats() const { return statsOf(static_); }
+  double qualityRatio(Scheduler& scheduler) const;
+  const BvhConfig& config() const { return config_; }
+
+ private:
+  // leafRef_ of a proxy that waits in pendingInserts: the bit plus its position.
+  static constexpr uint32_t kPendingInsert = 0x80000000u;
+
+  BvhTree& treeOf(uint32_t index) { return isStatic_[index] ? static_ : dynamic_; }
+  void checkLive(ProxyId id, const char* operation) const;
+  void checkNoPending(const char* operation) const;
+  Aabb fatBoxAfterMove(const Aabb& oldBox, const Aabb& newBox) const;
+  void applyMove(uint32_t index, const Aabb& box);
+  BvhTreeStats statsOf(const BvhTree& tree) const;
+
+  // bvh_tree.cpp: incremental structure changes.
+  uint32_t allocateNode(BvhTree& tree);
+  void freeNode(BvhTree& tree, uint32_t node);
+  void setChild(BvhTree& tree, uint32_t node, int slot, uint32_t child, const Aabb& bounds);
+  void insertLeaf(BvhTree& tree, uint32_t proxy);
+  void removeLeaf(BvhTree& tree, uint32_t proxy);
+
+  // bvh_refit.cpp
+  void updateTree(BvhTree& tree, Scheduler& scheduler);
+  void writeMovedSlots(BvhTree& tree, Scheduler& scheduler);
+  void refit(BvhTree& tree, Scheduler& scheduler, bool everyNode);
+  static double computeCost(const BvhTree& tree, Scheduler& scheduler);
+
+  // bvh_build.cpp: full binned-SAH build of the tree's leaves and pending inserts.
+  void rebuildTree(BvhTree& tree, Scheduler& scheduler);
+
+  // bvh_pairs.cpp
+  void collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
+                    FunctionRef<void(std::span<const Pair>)>* consume);
+  void sortPairs(Scheduler& scheduler, std::vector<Pair>& out);  // bvh_pair_sort.cpp
+
+  // bvh_query.cpp
+  RayHit castRayUnchecked(const Ray& ray, RayQuery kind) const;
+  RayHit castGrownClosest(const Ray& ray, const Vec3& grow) const;
+
+  BvhConfig config_;
+  HandlePool pool_;
+
+  // Per proxy index. exact_ is what pairs and queries test; fat_ is the box of
+  // the proxy's leaf slot (kept here too so that a move is checked without
+  // touching the node).
+  std::vector<Aabb> exact_;
+  std::vector<Aabb> fat_;
+  std::vector<uint32_t> leafRef_;   // node << 1 | slot, or kPendingInsert | position
+  std::vector<uint32_t> movedPos_;  // position in tree.moved, or kNullIndex
+  std::vector<uint8_t> isStatic_;
+
+  BvhTree dynamic_;
+  BvhTree static_;
+  bool pending_ = false;  // a change since the last update()
+
+  // Scratch reused across calls (never touched by const queries).
+  PerWorker<std::vector<Pair>> pairBuffers_;
+  std::vector<uint32_t> scratchTop_;
+  std::vector<uint32_t> scratchFrontier_;
+  std::vector<uint32_t> bucketStart_;   // pair sort: first pair of each a
+  std::vector<uint32_t> bucketCursor_;  // pair sort: next free slot of each a
+};
+
+}  // namespace bp

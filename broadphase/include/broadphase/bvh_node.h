@@ -1,0 +1,64 @@
+// BvhNode and BvhTree: the plain data of one dynamic AABB tree.
+//
+// Layout (Bepu v2 style): a node is one 64-byte cache line holding the boxes
+// of BOTH its children, so a traversal step tests two boxes from one line and
+// never loads a node just to read its own box. Leaves are not nodes: a child
+// slot either names an internal node or, with kBvhLeafBit set, a proxy index.
+// A tree of n >= 2 leaves has exactly n - 1 nodes; a tree of one leaf has a
+// root node whose slot 1 is kBvhNullChild with an empty (never overlapping)
+// box.
+//
+// Invariants (checked by Bvh::validate()):
+// - nodes[n].parent == (p << 1 | s) exactly when nodes[p].child[s] == n; the
+//   root has parent kNullIndex; free nodes have parent kBvhFreeNode and are in
+//   freeNodes once.
+// - bounds[s] of a slot holding node c contains both of c's bounds (equality
+//   right after a refit, containment after insertions enlarged it).
+// - bounds[s] of a slot holding a leaf equals the proxy's fat box, except for
+//   proxies in `moved`, whose new fat box is written by the next update().
+#pragma once
+
+#include <broadphase/math/aabb.h>
+#include <broadphase/proxy_id.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace bp {
+
+inline constexpr uint32_t kBvhLeafBit = 0x80000000u;
+inline constexpr uint32_t kBvhNullChild = 0xFFFFFFFFu;  // only in a one-leaf root
+inline constexpr uint32_t kBvhFreeNode = 0xFFFFFFFEu;   // parent field of a free node
+
+inline bool isBvhLeaf(uint32_t child) { return (child & kBvhLeafBit) != 0; }  // null too
+inline uint32_t bvhLeafProxy(uint32_t child) { return child & ~kBvhLeafBit; }
+inline uint32_t makeBvhLeaf(uint32_t proxy) { return proxy | kBvhLeafBit; }
+
+struct alignas(64) BvhNode {
+  Aabb bounds[2];     // each child's box: a subtree's union or a leaf's fat box
+  uint32_t child[2];  // node index, kBvhLeafBit | proxy, or kBvhNullChild
+  uint32_t parent;    // parent node << 1 | slot; kNullIndex at the root
+  uint32_t dirty;     // 1: a box below changed and this node awaits refit
+};
+static_assert(sizeof(BvhNode) == 64, "a node is exactly one cache line");
+static_assert(alignof(BvhNode) == 64, "nodes start on a cache line");
+
+struct BvhTree {
+  std::vector<BvhNode> nodes;  // index-addressed; DFS order right after a rebuild
+  std::vector<uint32_t> freeNodes;
+  uint32_t root = kNullIndex;
+  uint32_t leafCount = 0;  // leaves in the tree, not counting pendingInserts
+
+  // Deferred work, consumed by Bvh::update().
+  std::vector<uint32_t> pendingInserts;  // proxies added but not yet in the tree
+  std::vector<uint32_t> moved;           // proxies whose fat box grew out of their slot
+  std::vector<uint32_t> dirtyNodes;      // nodes whose slot changed by a removal
+
+  // Quality: SAH cost = sum of the areas of all internal nodes.
+  double cost = 0;
+  double costAtBuild = 0;
+  uint32_t insertsSinceBuild = 0;
+  uint32_t rebuildCount = 0;
+};
+
+}  // namespace bp

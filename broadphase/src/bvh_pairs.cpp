@@ -1,0 +1,163 @@
+// findPairs: a simultaneous traversal of the dynamic tree against itself and
+// against the static tree.
+//
+// Self(n) yields the pairs inside node n: Self of each child plus Cross of the
+// two children when their boxes overlap. Cross(a, b) descends both sides at
+// once, testing the 2 x 2 child boxes that sit in the two nodes' cache lines.
+// Every unordered pair of leaves has one lowest common ancestor, so each pair
+// is produced exactly once, with no dedup. Static leaves only ever appear in
+// Cross(dynamic, static), so static-static pairs never arise.
+//
+// Parallelism: the first levels of this recursion are unrolled serially into
+// a list of independent tasks (a fixed number, not per thread), which workers
+// take through Scheduler::forEach with per-worker output buffers. The sorted
+// result is then identical for any thread count because keys are unique.
+#include <broadphase/bvh.h>
+#include <broadphase/bvh_stack.h>
+
+#include <algorithm>
+
+namespace bp {
+
+namespace {
+
+enum class PairKind : uint32_t { self, crossDynamic, crossStatic };
+
+struct PairTask {
+  uint32_t a;  // a dynamic node or leaf
+  uint32_t b;  // a node or leaf of the dynamic (crossDynamic) or static tree
+  PairKind kind;
+};
+
+constexpr size_t kPairTasks = 256;
+constexpr size_t kStreamChunk = 4096;
+
+struct PairSink {
+  std::vector<Pair>* buffer;
+  FunctionRef<void(std::span<const Pair>)>* consume;
+
+  void emit(uint32_t p, uint32_t q) {
+    buffer->push_back(makePair(p, q));
+    if (consume && buffer->size() >= kStreamChunk) flush();
+  }
+  void flush() {
+    if (consume && !buffer->empty()) {
+      (*consume)(std::span<const Pair>(*buffer));
+      buffer->clear();
+    }
+  }
+};
+
+struct PairWalk {
+  const BvhNode* dynamicNodes;
+  const BvhNode* staticNodes;
+  const Aabb* exact;
+
+  // One step of the recursion: children of `t` go to `push`, leaf pairs to `sink`.
+  template <class Push>
+  void step(const PairTask& t, Push&& push, PairSink* sink) const {
+    if (t.kind == PairKind::self) {
+      const BvhNode& n = dynamicNodes[t.a];
+      if (!isBvhLeaf(n.child[0])) push({n.child[0], 0, PairKind::self});
+      if (!isBvhLeaf(n.child[1])) push({n.child[1], 0, PairKind::self});
+      if (overlaps(n.bounds[0], n.bounds[1]))
+        push({n.child[0], n.child[1], PairKind::crossDynamic});
+      return;
+    }
+    const BvhNode* bNodes = t.kind == PairKind::crossStatic ? staticNodes : dynamicNodes;
+    const bool aLeaf = isBvhLeaf(t.a), bLeaf = isBvhLeaf(t.b);
+    if (aLeaf && bLeaf) {
+      const uint32_t p = bvhLeafProxy(t.a), q = bvhLeafProxy(t.b);
+      if (sink && overlaps(exact[p], exact[q])) sink->emit(p, q);
+      if (!sink) push(t);
+      return;
+    }
+    if (aLeaf || bLeaf) {
+      // Leaf against subtree: prune with the leaf's exact box.
+      const uint32_t leaf = aLeaf ? t.a : t.b;
+      const Aabb& box = exact[bvhLeafProxy(leaf)];
+      const BvhNode& n = aLeaf ? bNodes[t.b] : dynamicNodes[t.a];
+      for (int s = 0; s < 2; ++s) {
+        if (!overlaps(box, n.bounds[s])) continue;
+        const uint32_t c = n.child[s];
+        if (sink && isBvhLeaf(c)) {
+          if (overlaps(box, exact[bvhLeafProxy(c)]))
+            sink->emit(bvhLeafProxy(leaf), bvhLeafProxy(c));
+        } else {
+          push(aLeaf ? PairTask{t.a, c, t.kind} : PairTask{c, t.b, t.kind});
+        }
+      }
+      return;
+    }
+    const BvhNode& na = dynamicNodes[t.a];
+    const BvhNode& nb = bNodes[t.b];
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        if (!overlaps(na.bounds[i], nb.bounds[j])) continue;
+        const uint32_t ca = na.child[i], cb = nb.child[j];
+        if (sink && isBvhLeaf(ca) && isBvhLeaf(cb)) {
+          const uint32_t p = bvhLeafProxy(ca), q = bvhLeafProxy(cb);
+          if (overlaps(exact[p], exact[q])) sink->emit(p, q);
+        } else {
+          push({ca, cb, t.kind});
+        }
+      }
+  }
+
+  void run(const PairTask& task, BvhStack<PairTask>& stack, PairSink& sink) const {
+    stack.clear();
+    stack.push(task);
+    while (!stack.empty()) {
+      const PairTask t = stack.pop();
+      step(
+          t, [&](const PairTask& c) { stack.push(c); }, &sink);
+    }
+  }
+};
+
+}  // namespace
+
+void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
+                       FunctionRef<void(std::span<const Pair>)>* consume) {
+  update(scheduler);
+  if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
+  pairBuffers_.forEachSlot([](std::vector<Pair>& b) { b.clear(); });
+
+  const PairWalk walk{dynamic_.nodes.data(), static_.nodes.data(), exact_.data()};
+  std::vector<PairTask> tasks, next;
+  if (dynamic_.root != kNullIndex) {
+    tasks.push_back({dynamic_.root, 0, PairKind::self});
+    if (static_.root != kNullIndex)
+      tasks.push_back({dynamic_.root, static_.root, PairKind::crossStatic});
+  }
+  // Unroll the top of the recursion until there are enough tasks to share.
+  while (!tasks.empty() && tasks.size() < kPairTasks) {
+    next.clear();
+    for (const PairTask& t : tasks)
+      walk.step(
+          t, [&](const PairTask& c) { next.push_back(c); }, nullptr);
+    const bool grew = next.size() > tasks.size();
+    tasks.swap(next);
+    if (!grew) break;
+  }
+
+  scheduler.forEach(0, static_cast<uint32_t>(tasks.size()), 1, [&](uint32_t begin, uint32_t end) {
+    PairSink sink{&pairBuffers_.local(), consume};
+    BvhStack<PairTask> stack;
+    for (uint32_t k = begin; k < end; ++k) walk.run(tasks[k], stack, sink);
+    sink.flush();
+  });
+  if (!sorted) return;
+
+  sortPairs(scheduler, *sorted);
+}
+
+void Bvh::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
+  collectPairs(scheduler, &out, nullptr);
+}
+
+void Bvh::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume) {
+  collectPairs(scheduler, nullptr, &consume);
+}
+
+}  // namespace bp

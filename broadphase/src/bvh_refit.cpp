@@ -1,0 +1,177 @@
+// update(): the deferred work of moves, removals and adds, per tree:
+//   1. write the new fat boxes of escaped leaves into their slots;
+//   2. refit the ancestors that changed, in one parallel pass;
+//   3. insert a few new leaves, or rebuild when many arrived;
+//   4. rebuild when the SAH cost drifted past rebuildRatio x the built cost.
+// Every decision depends only on the tree and the operations, never on the
+// thread count, so the trees (and "any"-hit ray answers) are deterministic.
+#include <broadphase/bvh.h>
+#include <broadphase/bvh_stack.h>
+
+#include <algorithm>
+
+namespace bp {
+
+namespace {
+
+// Subtrees handed to tasks by the parallel refit: fixed, not per thread, so
+// that the work split (and the cost sums below) never depend on threads.
+constexpr size_t kRefitSubtrees = 64;
+constexpr uint32_t kCostChunk = 4096;
+// Past this fraction of moved leaves nearly every node is an ancestor of one:
+// refit them all rather than mark ancestors one walk at a time.
+constexpr uint32_t kRefitAllDivisor = 16;
+constexpr uint32_t kRefitAllNodesBit = 0x80000000u;
+
+// Recomputes the slots of n that hold nodes from those nodes' two slots.
+inline void refitNode(BvhNode* nodes, uint32_t n) {
+  BvhNode& node = nodes[n];
+  for (int s = 0; s < 2; ++s) {
+    const uint32_t c = node.child[s];
+    if (isBvhLeaf(c)) continue;
+    node.bounds[s] = merge(nodes[c].bounds[0], nodes[c].bounds[1]);
+  }
+  node.dirty = 0;
+}
+
+inline bool needsRefit(const BvhNode* nodes, uint32_t child, bool everyNode) {
+  return !isBvhLeaf(child) && (everyNode || nodes[child].dirty);
+}
+
+// Post-order over the nodes of one subtree that need a refit, with an explicit
+// stack (the top bit of an entry marks "children done").
+void refitSubtree(BvhNode* nodes, uint32_t root, bool everyNode) {
+  BvhStack<uint32_t> stack;
+  stack.push(root);
+  while (!stack.empty()) {
+    const uint32_t entry = stack.pop();
+    if (entry & kRefitAllNodesBit) {
+      refitNode(nodes, entry & ~kRefitAllNodesBit);
+      continue;
+    }
+    stack.push(entry | kRefitAllNodesBit);
+    for (int s = 0; s < 2; ++s)
+      if (needsRefit(nodes, nodes[entry].child[s], everyNode)) stack.push(nodes[entry].child[s]);
+  }
+}
+
+void markAncestorsDirty(BvhNode* nodes, uint32_t n) {
+  while (n != kNullIndex && !nodes[n].dirty) {
+    nodes[n].dirty = 1;
+    const uint32_t ref = nodes[n].parent;
+    n = ref == kNullIndex ? kNullIndex : ref >> 1;
+  }
+}
+
+}  // namespace
+
+void Bvh::update(Scheduler& scheduler) {
+  if (!pending_) return;
+  updateTree(dynamic_, scheduler);
+  updateTree(static_, scheduler);
+  pending_ = false;
+}
+
+void Bvh::updateTree(BvhTree& tree, Scheduler& scheduler) {
+  const bool changed =
+      !tree.moved.empty() || !tree.dirtyNodes.empty() || !tree.pendingInserts.empty();
+  if (!changed) return;
+  const size_t inserts = tree.pendingInserts.size();
+  if (inserts > 0 && inserts * 4 > tree.leafCount) {
+    rebuildTree(tree, scheduler);
+    return;
+  }
+
+  const bool everyNode = tree.moved.size() * kRefitAllDivisor > tree.leafCount;
+  writeMovedSlots(tree, scheduler);
+  if (!everyNode)
+    for (uint32_t p : tree.moved) markAncestorsDirty(tree.nodes.data(), leafRef_[p] >> 1);
+  for (uint32_t p : tree.moved) movedPos_[p] = kNullIndex;
+  tree.moved.clear();
+  for (uint32_t n : tree.dirtyNodes)
+    if (tree.nodes[n].parent != kBvhFreeNode) markAncestorsDirty(tree.nodes.data(), n);
+  tree.dirtyNodes.clear();
+  refit(tree, scheduler, everyNode);
+
+  for (uint32_t p : tree.pendingInserts) insertLeaf(tree, p);
+  tree.insertsSinceBuild += static_cast<uint32_t>(inserts);
+  tree.pendingInserts.clear();
+
+  tree.cost = computeCost(tree, scheduler);
+  if (tree.cost > double(config_.rebuildRatio) * tree.costAtBuild) rebuildTree(tree, scheduler);
+}
+
+void Bvh::writeMovedSlots(BvhTree& tree, Scheduler& scheduler) {
+  BvhNode* nodes = tree.nodes.data();
+  const uint32_t* moved = tree.moved.data();
+  // Each proxy owns its slot, so the writes never collide.
+  scheduler.forEach(0, static_cast<uint32_t>(tree.moved.size()), 4096,
+                    [&](uint32_t begin, uint32_t end) {
+                      for (uint32_t k = begin; k < end; ++k) {
+                        const uint32_t p = moved[k];
+                        const uint32_t ref = leafRef_[p];
+                        nodes[ref >> 1].bounds[ref & 1] = fat_[p];
+                      }
+                    });
+}
+
+// Refits every node flagged dirty (or every node), children before parents.
+// The top of the tree is cut into up to kRefitSubtrees subtrees refit in
+// parallel; the few nodes above the cut are refit afterwards, bottom-up.
+void Bvh::refit(BvhTree& tree, Scheduler& scheduler, bool everyNode) {
+  if (tree.root == kNullIndex) return;
+  BvhNode* nodes = tree.nodes.data();
+  if (!everyNode && !nodes[tree.root].dirty) return;
+
+  std::vector<uint32_t>& top = scratchTop_;
+  std::vector<uint32_t>& frontier = scratchFrontier_;
+  std::vector<uint32_t> next;
+  top.clear();
+  frontier.assign(1, tree.root);
+  while (frontier.size() < kRefitSubtrees) {
+    next.clear();
+    for (uint32_t n : frontier) {
+      top.push_back(n);
+      for (int s = 0; s < 2; ++s)
+        if (needsRefit(nodes, nodes[n].child[s], everyNode)) next.push_back(nodes[n].child[s]);
+    }
+    frontier.swap(next);
+    if (frontier.empty()) break;
+  }
+  scheduler.forEach(0, static_cast<uint32_t>(frontier.size()), 1,
+                    [&](uint32_t begin, uint32_t end) {
+                      for (uint32_t k = begin; k < end; ++k)
+                        refitSubtree(nodes, frontier[k], everyNode);
+                    });
+  for (size_t k = top.size(); k-- > 0;) refitNode(nodes, top[k]);
+}
+
+// Sum of internal node areas, in fixed chunks summed in a fixed order so the
+// result (and so the rebuild decision) is the same for any thread count.
+double Bvh::computeCost(const BvhTree& tree, Scheduler& scheduler) {
+  const uint32_t count = static_cast<uint32_t>(tree.nodes.size());
+  const uint32_t chunks = (count + kCostChunk - 1) / kCostChunk;
+  std::vector<double> partial(chunks, 0.0);
+  const BvhNode* nodes = tree.nodes.data();
+  scheduler.forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t c = begin; c < end; ++c) {
+      double sum = 0;
+      const uint32_t last = std::min(count, (c + 1) * kCostChunk);
+      for (uint32_t n = c * kCostChunk; n < last; ++n)
+        if (nodes[n].parent != kBvhFreeNode)
+          sum += surfaceArea(merge(nodes[n].bounds[0], nodes[n].bounds[1]));
+      partial[c] = sum;
+    }
+  });
+  double total = 0;
+  for (double p : partial) total += p;
+  return total;
+}
+
+void Bvh::rebuild(Scheduler& scheduler) {
+  update(scheduler);
+  rebuildTree(dynamic_, scheduler);
+  rebuildTree(static_, scheduler);
+}
+
+}  // namespace bp
