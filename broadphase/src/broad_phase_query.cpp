@@ -22,6 +22,19 @@ Ray checkedRay(const Vec3& origin, const Vec3& direction, float length, const ch
   return makeRay(origin, direction, length);
 }
 
+// Casts `ray` through one structure. A ray already clipped to length 0 (by a
+// hit at its origin on another side) can only meet boxes that contain its
+// origin, at t = 0: the structures take no zero-length rays, so that case is
+// a point query.
+template <class Structure, class Callback>
+void castThrough(const Structure& s, const Ray& ray, Callback&& callback) {
+  if (ray.maxT > 0.0f) {
+    s.castRay(ray, callback);
+    return;
+  }
+  s.queryPoint(ray.origin, [&](uint32_t slot) { return callback(slot, 0.0f) >= 0.0f; });
+}
+
 }  // namespace
 
 template <class Fn>
@@ -74,7 +87,7 @@ RayHit castOne(const Sides& forEachSide, const Ray& ray, RayQuery kind, const Fi
   forEachSide([&](const auto& side) {
     if (stop) return;
     side.visit([&](const auto& s) {
-      s.castRay(r, [&](uint32_t slot, float t) -> float {
+      castThrough(s, r, [&](uint32_t slot, float t) -> float {
         const uint32_t p = outerOf(side, slot);
         if (!filter.accepts(desc[p].filter)) return kInfinity;
         const RayHit h{p, t};
@@ -126,7 +139,7 @@ void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length
   forEachSide([&](const Side& side) {
     if (stop) return;
     side.visit([&](const auto& s) {
-      s.castRay(r, [&](uint32_t slot, float t) -> float {
+      castThrough(s, r, [&](uint32_t slot, float t) -> float {
         const uint32_t p = side.outer[slot];
         if (!filter.accepts(desc_[p].filter)) return kInfinity;
         const float clip = callback(p, t);
