@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <vector>
 
@@ -50,6 +51,23 @@ TEST(Scheduler, WorkerIndexIsInRangeAndPerWorkerSums) {
     sums.forEachSlot([&](uint64_t v) { total += v; });
     EXPECT_EQ(total, 100000ull * 99999ull / 2);
   }
+}
+
+TEST(Scheduler, OversubscribedSchedulerRunsThatManyThreads) {
+  Scheduler s(8);
+  std::atomic<int> inside{0}, peak{0};
+  s.forEach(0, 64, 1, [&](uint32_t, uint32_t) {
+    const int now = ++inside;
+    int p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+    // Hold the task long enough for the others to start.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    --inside;
+  });
+  EXPECT_GT(peak.load(), 2);  // more than the cores this machine may have
 }
 
 TEST(Scheduler, SharedArena) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_invoke.h>
 #include <tbb/task_arena.h>
@@ -78,6 +79,10 @@ class Scheduler {
   }
 
  private:
+  // oneTBB caps its worker pool at the core count; a scheduler asked for more
+  // threads (oversubscription, e.g. determinism tests with 8 threads on 2
+  // cores) raises the cap for as long as it lives.
+  std::unique_ptr<tbb::global_control> parallelism_;
   std::unique_ptr<tbb::task_arena> owned_;
   tbb::task_arena* arena_ = nullptr;
   int threads_ = 1;
