@@ -22,6 +22,11 @@ Ray checkedRay(const Vec3& origin, const Vec3& direction, float length, const ch
   return makeRay(origin, direction, length);
 }
 
+void checkRay(const Ray& r, const char* what) {
+  if (std::string why = describeInvalidRay(r.origin, r.direction, r.maxT); !why.empty())
+    throwError(ErrorCode::invalidRay, std::string(what) + ": " + why);
+}
+
 // Casts `ray` through one structure. A ray already clipped to length 0 (by a
 // hit at its origin on another side) can only meet boxes that contain its
 // origin, at t = 0: the structures take no zero-length rays, so that case is
@@ -109,16 +114,24 @@ RayHit castOne(const Sides& forEachSide, const Ray& ray, RayQuery kind, const Fi
 
 RayHit BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length, RayQuery kind,
                            const Filter& filter) const {
-  const Ray ray = checkedRay(origin, direction, length, "castRay");
+  return castRay(checkedRay(origin, direction, length, "castRay"), kind, filter);
+}
+
+void BroadPhase::castRayAll(const Vec3& origin, const Vec3& direction, float length,
+                            std::vector<RayHit>& out, const Filter& filter) const {
+  castRayAll(checkedRay(origin, direction, length, "castRayAll"), out, filter);
+}
+
+RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) const {
+  checkRay(ray, "castRay");
   if (kind == RayQuery::all)
     throwError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
   return castOne([&](auto&& fn) { forEachSide(fn); }, ray, kind, filter, desc_,
                  [](const Side& side, uint32_t slot) { return side.outer[slot]; });
 }
 
-void BroadPhase::castRayAll(const Vec3& origin, const Vec3& direction, float length,
-                            std::vector<RayHit>& out, const Filter& filter) const {
-  const Ray ray = checkedRay(origin, direction, length, "castRayAll");
+void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter) const {
+  checkRay(ray, "castRayAll");
   out.clear();
   forEachSide([&](const Side& side) {
     side.visit([&](const auto& s) {
@@ -162,11 +175,8 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
                                                " results");
   if (kind == RayQuery::all)
     throwError(ErrorCode::invalidArgument, "castRays: batches take closest or any");
-  for (size_t k = 0; k < rays.size(); ++k) {
-    const Ray& r = rays[k];
-    if (std::string why = describeInvalidRay(r.origin, r.direction, r.maxT); !why.empty())
-      throwError(ErrorCode::invalidRay, "castRays: ray " + std::to_string(k) + ": " + why);
-  }
+  for (size_t k = 0; k < rays.size(); ++k)
+    checkRay(rays[k], ("castRays: ray " + std::to_string(k)).c_str());
   // Each ray writes only its own slot: the result is the same for any split.
   scheduler_->forEach(0, uint32_t(rays.size()), 256, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k)

@@ -151,6 +151,11 @@ class BroadPhase {
                  RayQuery kind = RayQuery::closest, const Filter& filter = {}) const;
   void castRayAll(const Vec3& origin, const Vec3& direction, float length,
                   std::vector<RayHit>& out, const Filter& filter = {}) const;
+  // The same for a ray already built with makeRay() (bit-identical results
+  // for callers that keep their rays); validated the same way.
+  RayHit castRay(const Ray& ray, RayQuery kind = RayQuery::closest,
+                 const Filter& filter = {}) const;
+  void castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter = {}) const;
   // The narrowphase in the loop (see RayCallback in query.h).
   void castRay(const Vec3& origin, const Vec3& direction, float length, RayCallback callback,
                const Filter& filter = {}) const;
