@@ -60,37 +60,52 @@ TEST(SweepGrid, FreshGridIssuesIndicesInOrder) {
 }
 
 // Every standard scene, frames 0, 1, 10 and 30: the oracle and the reference hash.
-TEST(SweepGrid, StandardScenesMatchOracleAndReference) {
+void checkStandardScene(SceneKind kind, const SweepGridConfig& config) {
   const auto reference = test::loadReferencePairs();
   ASSERT_EQ(reference.size(), 20u);
   Scheduler s(2);
-  for (SceneKind kind : kAllScenes) {
-    Scene scene = makeScene(kind, 10000);
-    SweepGrid grid;
-    const auto ids = addScene(grid, scene);
-    int checked = 0;
-    for (const auto& ref : reference) {
-      if (ref.scene != sceneName(kind)) continue;
-      while (scene.frame < ref.frame) {
-        scene.step();
-        moveScene(grid, scene, ids);
-        // Also exercise frames in between, as an engine would.
-        if (scene.frame % 3 == 0) grid.update(s);
-      }
-      std::vector<Pair> pairs;
-      grid.findPairs(s, pairs);
-      ASSERT_EQ(grid.validate(), "") << ref.scene << " frame " << ref.frame;
-      EXPECT_TRUE(test::samePairs(brute::findPairs(scene.boxes, scene.isStatic), pairs))
-          << ref.scene << " frame " << ref.frame;
-      EXPECT_EQ(pairs.size(), ref.pairs) << ref.scene << " frame " << ref.frame;
-      EXPECT_EQ(hashPairs(pairs), ref.hash) << ref.scene << " frame " << ref.frame;
-      ++checked;
+  Scene scene = makeScene(kind, 10000);
+  SweepGrid grid(config);
+  const auto ids = addScene(grid, scene);
+  int checked = 0;
+  for (const auto& ref : reference) {
+    if (ref.scene != sceneName(kind)) continue;
+    while (scene.frame < ref.frame) {
+      scene.step();
+      moveScene(grid, scene, ids);
+      // Also exercise frames in between, as an engine would.
+      if (scene.frame % 3 == 0) grid.update(s);
     }
-    EXPECT_EQ(checked, 4) << sceneName(kind);
-    if (kind == SceneKind::sizes) {
-      EXPECT_GT(grid.overflowCount(), 0u) << "sizes should overflow";
-    }
+    std::vector<Pair> pairs;
+    grid.findPairs(s, pairs);
+    ASSERT_EQ(grid.validate(), "") << ref.scene << " frame " << ref.frame;
+    EXPECT_TRUE(test::samePairs(brute::findPairs(scene.boxes, scene.isStatic), pairs))
+        << ref.scene << " frame " << ref.frame;
+    EXPECT_EQ(pairs.size(), ref.pairs) << ref.scene << " frame " << ref.frame;
+    EXPECT_EQ(hashPairs(pairs), ref.hash) << ref.scene << " frame " << ref.frame;
+    ++checked;
   }
+  EXPECT_EQ(checked, 4) << sceneName(kind);
+}
+
+TEST(SweepGrid, StandardScenesMatchOracleAndReference) {
+  for (SceneKind kind : kAllScenes) checkStandardScene(kind, SweepGridConfig{});
+}
+
+// Small cells: many boxes span several cells (the dedup rule at work) and the
+// large boxes of `sizes` go to the overflow set.
+TEST(SweepGrid, StandardScenesWithSmallCellsAndOverflow) {
+  SweepGridConfig config;
+  config.cellSizeFactor = 2.0f;
+  config.targetBoxesPerCell = 0.0f;
+  config.maxCellsPerProxy = 27;
+  for (SceneKind kind : {SceneKind::sizes, SceneKind::clustered}) checkStandardScene(kind, config);
+  Scene scene = makeScene(SceneKind::sizes, 10000);
+  SweepGrid grid(config);
+  addScene(grid, scene);
+  Scheduler s(1);
+  grid.update(s);
+  EXPECT_GT(grid.overflowCount(), 10u);
 }
 
 TEST(SweepGrid, SameResultsForAnyThreadCount) {

@@ -101,12 +101,15 @@ void SweepGrid::chooseCellSize() {
       const auto mid = edges.begin() + edges.size() / 2;
       std::nth_element(edges.begin(), mid, edges.end());
       s = config_.cellSizeFactor * *mid;
-      if (!(s > 0.0f)) {
-        // Points or flat boxes: size cells by density instead (~8 boxes per
-        // cell if they filled their bounding box).
-        const Vec3 e = bounds.extent();
-        const float side = std::max(e.x(), std::max(e.y(), e.z()));
-        s = 2.0f * side / std::cbrt(float(std::max(live, 1u)));
+      // Density: solve s^3 = target * volume(s) / live, where each side of the
+      // bounding volume counts as at least s (a flat world is one cell thick).
+      const Vec3 e = bounds.extent();
+      for (int iteration = 0; iteration < 4; ++iteration) {
+        const double volume =
+            double(std::max(e.x(), s)) * double(std::max(e.y(), s)) * double(std::max(e.z(), s));
+        const double side =
+            std::cbrt(double(config_.targetBoxesPerCell) * volume / double(std::max(live, 1u)));
+        s = std::max(s, float(side));
       }
     }
     cellSize_ = clampCellSize(s > 0.0f && std::isfinite(s) ? s : 1.0f);

@@ -27,6 +27,8 @@ SweepGrid::SweepGrid(const SweepGridConfig& config) : config_(config) {
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellSize must be finite and >= 0");
   if (!(config.cellSizeFactor > 0.0f) || !std::isfinite(config.cellSizeFactor))
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellSizeFactor must be > 0");
+  if (!(config.targetBoxesPerCell >= 0.0f) || !std::isfinite(config.targetBoxesPerCell))
+    throwError(ErrorCode::invalidArgument, "SweepGridConfig::targetBoxesPerCell must be >= 0");
   if (config.maxCellsPerProxy == 0)
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::maxCellsPerProxy must be >= 1");
 }

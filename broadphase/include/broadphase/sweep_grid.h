@@ -48,11 +48,15 @@ namespace bp {
 
 struct SweepGridConfig {
   // Side of a cell in world units; 0 picks it from the boxes at the first
-  // update: cellSizeFactor x the median largest edge of the live boxes (so a
-  // typical box overlaps ~2 cells and a cell holds a few tens of boxes). The
-  // automatic size is re-picked when the live count has grown 8x since.
+  // update: the larger of cellSizeFactor x the median largest edge of the live
+  // boxes, and the side at which the boxes' bounding volume (each side at
+  // least one cell) holds targetBoxesPerCell boxes per cell. The first keeps
+  // a typical box in ~1.5 cells, the second keeps sparse worlds (the flat
+  // `plane`) from paying per-cell costs for near-empty cells. The automatic
+  // size is re-picked when the live count has grown 8x since.
   float cellSize = 0.0f;
-  float cellSizeFactor = 4.0f;
+  float cellSizeFactor = 6.0f;
+  float targetBoxesPerCell = 32.0f;
   // A box overlapping more cells than this is kept in the overflow set rather
   // than registered cell by cell (default 4x4x4: in the `sizes` scene only the
   // largest ~0.05% of boxes overflow).
