@@ -46,20 +46,32 @@ void forEachCoord(const CellRange& r, Fn&& fn) {
       for (int32_t z = r.lo[2]; z <= r.hi[2]; ++z) fn(CellCoord{x, y, z});
 }
 
-// Sorts (keys, ids) by (key, id) in place by insertion; gives up (leaving a
-// permutation) once more than `budget` elements have been shifted.
-bool insertionSort(float* keys, uint32_t* ids, uint32_t n, uint64_t budget) {
+// Sorts the entries of a cell by (min x, id) in place by insertion, moving
+// every field along; gives up (leaving a permutation) once more than `budget`
+// entries have been shifted.
+bool insertionSortEntries(float* minX, float* maxX, SweepYZ* yz, uint8_t* flags, uint32_t* ids,
+                          uint32_t n, uint64_t budget) {
   uint64_t shifts = 0;
   for (uint32_t i = 1; i < n; ++i) {
-    const float k = keys[i];
+    const float k = minX[i];
     const uint32_t id = ids[i];
+    if (minX[i - 1] < k || (minX[i - 1] == k && ids[i - 1] < id)) continue;
+    const float mx = maxX[i];
+    const SweepYZ e = yz[i];
+    const uint8_t f = flags[i];
     uint32_t j = i;
-    while (j > 0 && (keys[j - 1] > k || (keys[j - 1] == k && ids[j - 1] > id))) {
-      keys[j] = keys[j - 1];
+    while (j > 0 && (minX[j - 1] > k || (minX[j - 1] == k && ids[j - 1] > id))) {
+      minX[j] = minX[j - 1];
+      maxX[j] = maxX[j - 1];
+      yz[j] = yz[j - 1];
+      flags[j] = flags[j - 1];
       ids[j] = ids[j - 1];
       --j;
     }
-    keys[j] = k;
+    minX[j] = k;
+    maxX[j] = mx;
+    yz[j] = e;
+    flags[j] = f;
     ids[j] = id;
     shifts += i - j;
     if (shifts > budget) return false;
@@ -155,6 +167,15 @@ void SweepGrid::markRangeDirty(const CellRange& r) {
   });
 }
 
+void SweepGrid::markRangeLeaving(const CellRange& r, bool markDirty) {
+  forEachCoord(r, [&](const CellCoord& c) {
+    const uint32_t idx = map_.find(c);
+    if (idx == CellMap::kAbsent) return;
+    cells_[idx].value.leaving = 1;
+    if (markDirty) markCellDirty(idx);
+  });
+}
+
 void SweepGrid::addToOverflow(uint32_t index) {
   overflowPos_[index] = static_cast<uint32_t>(overflow_.size());
   overflow_.push_back(index);
@@ -172,39 +193,65 @@ void SweepGrid::removeFromOverflow(uint32_t index) {
 void SweepGrid::refreshCell(uint32_t cell) {
   SweepCell& c = cells_[cell].value;
   c.dirty = 0;
-  // Compact: keep the members whose registered range still holds this cell,
-  // in their old order (so the keys stay nearly sorted).
-  uint32_t n = 0;
-  for (const uint32_t id : c.ids)
-    if (kind_[id] == Registration::cells && rangeContains(range_[id], c.coord)) c.ids[n++] = id;
-  c.ids.resize(n);
+  // Compact only when a member left: keep those whose registered range still
+  // holds this cell, in their old order (so the keys stay nearly sorted).
+  if (c.leaving) {
+    c.leaving = 0;
+    uint32_t kept = 0;
+    for (const uint32_t id : c.ids)
+      if (kind_[id] == Registration::cells && rangeContains(range_[id], c.coord))
+        c.ids[kept++] = id;
+    c.ids.resize(kept);
+  }
+  const uint32_t n = c.size();
   c.x.resize(2 * size_t(n) + 1);
   c.yz.resize(n);
   c.flags.resize(n);
 
-  float* minX = c.x.data();
+  // One gather pass over the members' exact boxes (random access into boxes_:
+  // prefetched a few members ahead).
   uint32_t* ids = c.ids.data();
-  for (uint32_t k = 0; k < n; ++k) minX[k] = boxes_[ids[k]].min.x();
-  if (!insertionSort(minX, ids, n, 4 * uint64_t(n) + 64)) {
-    std::vector<std::pair<float, uint32_t>> order(n);
-    for (uint32_t k = 0; k < n; ++k) order[k] = {boxes_[ids[k]].min.x(), ids[k]};
-    std::sort(order.begin(), order.end());
-    for (uint32_t k = 0; k < n; ++k) {
-      minX[k] = order[k].first;
-      ids[k] = order[k].second;
-    }
-  }
-  minX[n] = std::numeric_limits<float>::infinity();
-
+  float* minX = c.x.data();
   float* maxX = c.x.data() + n + 1;
+  SweepYZ* yz = c.yz.data();
+  uint8_t* flags = c.flags.data();
+  constexpr uint32_t kAhead = 8;
   for (uint32_t k = 0; k < n; ++k) {
+    if (k + kAhead < n) __builtin_prefetch(&boxes_[ids[k + kAhead]]);
     const uint32_t id = ids[k];
     const Aabb& b = boxes_[id];
+    minX[k] = b.min.x();
     maxX[k] = b.max.x();
-    c.yz[k] = {b.min.y(), b.min.z(), -b.max.y(), -b.max.z()};
-    const CellRange& r = range_[id];
-    c.flags[k] = uint8_t((r.lo[0] == c.coord.x) | ((r.lo[1] == c.coord.y) << 1) |
-                         ((r.lo[2] == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
+    yz[k] = {b.min.y(), b.min.z(), -b.max.y(), -b.max.z()};
+    // rangeOf(b).lo == range_[id].lo: the box was registered from this box.
+    flags[k] = uint8_t((cellOf(b.min.x()) == c.coord.x) | ((cellOf(b.min.y()) == c.coord.y) << 1) |
+                       ((cellOf(b.min.z()) == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
+  }
+  minX[n] = std::numeric_limits<float>::infinity();
+  if (!insertionSortEntries(minX, maxX, yz, flags, ids, n, 4 * uint64_t(n) + 64)) {
+    // Many moved far (or a new cell): sort a permutation and apply it.
+    std::vector<uint32_t> order(n);
+    for (uint32_t k = 0; k < n; ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return minX[a] < minX[b] || (minX[a] == minX[b] && ids[a] < ids[b]);
+    });
+    std::vector<float> x2(c.x.size());
+    std::vector<SweepYZ> yz2(n);
+    std::vector<uint8_t> flags2(n);
+    std::vector<uint32_t> ids2(n);
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t from = order[k];
+      x2[k] = minX[from];
+      x2[n + 1 + k] = maxX[from];
+      yz2[k] = yz[from];
+      flags2[k] = flags[from];
+      ids2[k] = ids[from];
+    }
+    x2[n] = std::numeric_limits<float>::infinity();
+    c.x.swap(x2);
+    c.yz.swap(yz2);
+    c.flags.swap(flags2);
+    c.ids.swap(ids2);
   }
 }
 
@@ -290,7 +337,7 @@ void SweepGrid::update(Scheduler& scheduler) {
       if (!refreshAll) markRangeDirty(newRange);
       continue;
     }
-    if (oldKind == Registration::cells && !refreshAll) markRangeDirty(oldRange);
+    if (oldKind == Registration::cells) markRangeLeaving(oldRange, !refreshAll);
     if (oldKind == Registration::overflow && newKind != Registration::overflow)
       removeFromOverflow(i);
     if (newKind == Registration::cells) {

@@ -94,7 +94,8 @@ inline constexpr uint8_t kStaticFlag = 0x8;
 // only loop bound), then max x of each entry.
 struct SweepCell {
   CellCoord coord;
-  uint8_t dirty = 0;  // queued for refresh in the current update
+  uint8_t dirty = 0;    // queued for refresh in the current update
+  uint8_t leaving = 0;  // a member left: compact before the refresh
   std::vector<uint32_t> ids;
   std::vector<float> x;
   std::vector<SweepYZ> yz;
@@ -165,6 +166,7 @@ class SweepGrid {
   uint32_t findOrCreateCell(const CellCoord& c);
   void markCellDirty(uint32_t cell);
   void markRangeDirty(const CellRange& r);
+  void markRangeLeaving(const CellRange& r, bool markDirty);
   void refreshCell(uint32_t cell);
   void removeEmptyCells();
   void recomputeGridBounds();
