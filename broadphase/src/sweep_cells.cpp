@@ -198,8 +198,11 @@ void SweepGrid::refreshCell(uint32_t cell) {
   if (c.leaving) {
     c.leaving = 0;
     uint32_t kept = 0;
+    // rangeChanged_ (one byte per proxy, cache resident) spares the lookup
+    // of the range of every member that stayed put.
     for (const uint32_t id : c.ids)
-      if (kind_[id] == Registration::cells && rangeContains(range_[id], c.coord))
+      if (!rangeChanged_[id] ||
+          (kind_[id] == Registration::cells && rangeContains(range_[id], c.coord)))
         c.ids[kept++] = id;
     c.ids.resize(kept);
   }
@@ -337,7 +340,11 @@ void SweepGrid::update(Scheduler& scheduler) {
       if (!refreshAll) markRangeDirty(newRange);
       continue;
     }
-    if (oldKind == Registration::cells) markRangeLeaving(oldRange, !refreshAll);
+    if (oldKind == Registration::cells) {
+      markRangeLeaving(oldRange, !refreshAll);
+      rangeChanged_[i] = 1;
+      changed_.push_back(i);
+    }
     if (oldKind == Registration::overflow && newKind != Registration::overflow)
       removeFromOverflow(i);
     if (newKind == Registration::cells) {
@@ -367,6 +374,9 @@ void SweepGrid::update(Scheduler& scheduler) {
                     [&](uint32_t begin, uint32_t end) {
                       for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
                     });
+
+  for (const uint32_t i : changed_) rangeChanged_[i] = 0;
+  changed_.clear();
 
   // (4) Release the cells that emptied.
   removeEmptyCells();

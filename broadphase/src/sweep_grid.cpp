@@ -50,6 +50,7 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
     kind_.resize(n, Registration::none);
     range_.resize(n, CellRange{});
     overflowPos_.resize(n, kNullIndex);
+    rangeChanged_.resize(n, 0);
   }
   boxes_[id.index] = box;
   static_[id.index] = isStatic ? 1 : 0;
@@ -119,6 +120,8 @@ size_t SweepGrid::memoryBytes() const {
   add(kind_);
   add(range_);
   add(overflowPos_);
+  add(rangeChanged_);
+  add(changed_);
   add(dirtyList_);
   add(overflow_);
   add(cells_);

@@ -29,7 +29,7 @@ std::string SweepGrid::validate() const {
   if (std::string why = pool_.validate(); !why.empty()) return "handle pool: " + why;
   const uint32_t cap = pool_.capacity();
   for (const size_t size : {boxes_.size(), static_.size(), dirty_.size(), kind_.size(),
-                            range_.size(), overflowPos_.size()})
+                            range_.size(), overflowPos_.size(), rangeChanged_.size()})
     if (size != cap) return "per-proxy arrays are not capacity() long";
   if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
 
@@ -58,6 +58,7 @@ std::string SweepGrid::validate() const {
         return "registered in cells but spans too many" + at(i);
       expectedEntries += cellsIn(range_[i]);
     }
+    if (rangeChanged_[i]) return "range-changed flag left set" + at(i);
     if (dirty_[i]) continue;
     if (!live) {
       if (kind_[i] != Registration::none) return "dead proxy still registered" + at(i);
@@ -84,7 +85,7 @@ std::string SweepGrid::validate() const {
     const std::string where = " in cell (" + std::to_string(c.coord.x) + ", " +
                               std::to_string(c.coord.y) + ", " + std::to_string(c.coord.z) + ")";
     if (map_.find(c.coord) != ci) return "cell map does not point at its cell" + where;
-    if (c.dirty) return "cell left dirty" + where;
+    if (c.dirty || c.leaving) return "cell left dirty" + where;
     const uint32_t n = c.size();
     if (n == 0) return "empty cell kept" + where;
     if (c.x.size() != 2 * size_t(n) + 1 || c.yz.size() != n || c.flags.size() != n)

@@ -203,6 +203,7 @@ class SweepGrid {
   std::vector<Registration> kind_;     // where the index is registered now
   std::vector<CellRange> range_;       // registered range (kind_ != none)
   std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
+  std::vector<uint8_t> rangeChanged_;  // 1 during update(): left some cells
 
   std::vector<uint32_t> dirtyList_;  // indices added/moved/removed since update
   std::vector<uint32_t> overflow_;   // indices registered as overflow
@@ -220,6 +221,7 @@ class SweepGrid {
   // Scratch kept between frames so a steady state allocates nothing.
   std::vector<CellRange> newRange_;
   std::vector<Registration> newKind_;
+  std::vector<uint32_t> changed_;  // indices with rangeChanged_ set
   PerWorker<std::vector<Pair>> pairBuffers_;
   std::vector<Pair> sortScratch_;
 };
