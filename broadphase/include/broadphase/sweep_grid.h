@@ -1,0 +1,260 @@
+// SweepGrid: sweep-and-prune inside the cells of a sparse uniform grid.
+//
+// Layout (see docs/structure_contract.md for the API it implements):
+// - Space is cut into cubic cells of side cellSize(); a hash map (CellMap)
+//   holds only the occupied cells, so memory follows the boxes, not the world.
+// - A box is registered in every cell its exact box overlaps (closed, cell k
+//   covers [k s, (k+1) s) under the floor mapping). A box overlapping more than
+//   SweepGridConfig::maxCellsPerProxy cells goes to the overflow set instead;
+//   overflow boxes find their pairs by querying the cells their box overlaps
+//   (and each other with a sweep of their own).
+// - Each cell keeps its members sorted by min x with the other bounds beside
+//   them (SoA) and a +inf sentinel, and sweeps them: for each box scan forward
+//   while next.min.x <= this.max.x, testing y and z with one 4-lane compare.
+// - A pair found in several cells is reported only by the cell that holds the
+//   min corner of the two boxes' intersection: per axis that cell is
+//   max(lo_a, lo_b), i.e. one of the two boxes starts there. Each entry carries
+//   a 3-bit "starts here" mask, and the pair is reported when the OR of the two
+//   masks is 0b111. No global dedup pass, no hash set.
+// - Coherence: a cell keeps its order from the last update; moved boxes only
+//   get their keys refreshed and an insertion sort repairs the order (std::sort
+//   when the repair runs over budget). A box whose range of cells changed
+//   touches only the cells it leaves and enters.
+// - All structural work is deferred to update(): add/move/remove only record
+//   the new box and mark the proxy dirty.
+#pragma once
+
+#include <broadphase/function_ref.h>
+#include <broadphase/jobs/cache_padded.h>
+#include <broadphase/jobs/per_worker.h>
+#include <broadphase/jobs/scheduler.h>
+#include <broadphase/math/aabb.h>
+#include <broadphase/math/ray.h>
+#include <broadphase/pair.h>
+#include <broadphase/proxy_id.h>
+#include <broadphase/query.h>
+#include <broadphase/ray_hit.h>
+#include <broadphase/sweep_cell_map.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+struct SweepGridConfig {
+  // Side of a cell in world units; 0 picks it from the boxes at the first
+  // update: the larger of cellSizeFactor x the median largest edge of the live
+  // boxes, and the side at which the boxes' bounding volume (each side at
+  // least one cell) holds targetBoxesPerCell boxes per cell. The first keeps
+  // a typical box in ~1.5 cells, the second keeps sparse worlds (the flat
+  // `plane`) from paying per-cell costs for near-empty cells. The automatic
+  // size is re-picked when the live count has grown 8x since.
+  float cellSize = 0.0f;
+  float cellSizeFactor = 6.0f;
+  float targetBoxesPerCell = 32.0f;
+  // A box overlapping more cells than this is kept in the overflow set rather
+  // than registered cell by cell (default 4x4x4: in the `sizes` scene only the
+  // largest ~0.05% of boxes overflow).
+  uint32_t maxCellsPerProxy = 64;
+};
+
+// The closed range of cells a box overlaps: lo = cell of min, hi = cell of max.
+struct CellRange {
+  int32_t lo[3];
+  int32_t hi[3];
+  friend bool operator==(const CellRange&, const CellRange&) = default;
+};
+
+enum class Registration : uint8_t { none, cells, overflow };
+
+// A box's y and z bounds laid out for one 4-lane compare in the sweep:
+// box j overlaps box i on y and z iff (minY, minZ, -maxY, -maxZ)_j <=
+// (maxY, maxZ, -minY, -minZ)_i on every lane. Negation is exact, so the values
+// are the exact box.
+struct alignas(16) SweepYZ {
+  float minY;
+  float minZ;
+  float negMaxY;
+  float negMaxZ;
+};
+static_assert(sizeof(SweepYZ) == 16 && alignof(SweepYZ) == 16);
+
+// Entry flags: bit k (k = 0, 1, 2) set when the entry's box starts in this
+// cell on axis k; kStaticFlag when the proxy is static.
+inline constexpr uint8_t kStartsHereMask = 0x7;
+inline constexpr uint8_t kStaticFlag = 0x8;
+
+// One occupied cell. Members are sorted by min x after every update.
+// x holds 2n + 1 floats: min x of each entry, a +inf sentinel (the sweep's
+// only loop bound), then max x of each entry.
+struct SweepCell {
+  CellCoord coord;
+  uint8_t dirty = 0;    // queued for refresh in the current update
+  uint8_t leaving = 0;  // a member left: compact before the refresh
+  std::vector<uint32_t> ids;
+  std::vector<float> x;
+  std::vector<SweepYZ> yz;
+  std::vector<uint8_t> flags;
+
+  uint32_t size() const { return static_cast<uint32_t>(ids.size()); }
+  const float* minX() const { return x.data(); }
+  const float* maxX() const { return x.data() + ids.size() + 1; }
+};
+// Cells are refreshed and swept by different workers side by side: each header
+// has its own 128-byte slot.
+using PaddedCell = CachePadded<SweepCell>;
+static_assert(sizeof(PaddedCell) == kFalseSharingRange);
+static_assert(alignof(PaddedCell) == kFalseSharingRange);
+
+class SweepGrid {
+ public:
+  explicit SweepGrid(const SweepGridConfig& config = {});
+
+  ProxyId add(const Aabb& box, bool isStatic = false);
+  void remove(ProxyId id);
+  void move(ProxyId id, const Aabb& box);
+  void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);
+  bool contains(ProxyId id) const { return pool_.isLive(id); }
+  const Aabb& box(uint32_t index) const;
+  bool isStatic(uint32_t index) const;
+  uint32_t proxyCount() const { return pool_.liveCount(); }
+  uint32_t capacity() const { return pool_.capacity(); }
+  ProxyId handleOf(uint32_t index) const;
+
+  void update(Scheduler& scheduler);
+
+  void findPairs(Scheduler& scheduler, std::vector<Pair>& out);
+  void findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume);
+
+  void queryBox(const Aabb& box, OverlapCallback callback) const;
+  void queryPoint(const Vec3& point, OverlapCallback callback) const;
+  RayHit castRay(const Ray& ray, RayQuery kind) const;
+  void castRayAll(const Ray& ray, std::vector<RayHit>& out) const;
+  void castRay(const Ray& ray, RayCallback callback) const;
+  void castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<RayHit> out,
+                RayQuery kind) const;
+  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const;
+  RayHit castBox(const Vec3& halfExtent, const Ray& ray) const;
+
+  std::string validate() const;
+  size_t memoryBytes() const;
+
+  // Introspection for tests and benchmarks.
+  float cellSize() const { return cellSize_; }
+  uint32_t cellCount() const { return static_cast<uint32_t>(cells_.size()); }
+  uint32_t overflowCount() const { return static_cast<uint32_t>(overflow_.size()); }
+  bool hasPendingChanges() const { return !dirtyList_.empty(); }
+
+ private:
+  // --- registration (sweep_cells.cpp)
+  // The floor mapping: cell k holds [k s, (k+1) s). Monotone in v, which is
+  // all the dedup rules rely on; the geometric searches add a slack for the
+  // rounding of v / s.
+  int32_t cellOf(float v) const { return static_cast<int32_t>(std::floor(v * invCellSize_)); }
+  CellRange rangeOf(const Aabb& box) const {
+    return {{cellOf(box.min.x()), cellOf(box.min.y()), cellOf(box.min.z())},
+            {cellOf(box.max.x()), cellOf(box.max.y()), cellOf(box.max.z())}};
+  }
+  Registration classify(const CellRange& range) const;
+  void chooseCellSize();
+  void regrid();
+  uint32_t findOrCreateCell(const CellCoord& c);
+  void markCellDirty(uint32_t cell);
+  void markRangeDirty(const CellRange& r);
+  void markRangeLeaving(const CellRange& r, bool markDirty);
+  void refreshCell(uint32_t cell);
+  void removeEmptyCells();
+  void recomputeGridBounds();
+  void addToOverflow(uint32_t index);
+  void removeFromOverflow(uint32_t index);
+  void markDirty(uint32_t index);
+
+  // --- pairs (sweep_kernel.cpp)
+  void sweepCell(uint32_t cell, std::vector<Pair>& out) const;
+  void pairOverflowBox(uint32_t overflowSlot, std::vector<Pair>& out) const;
+  void pairOverflowSet(std::vector<Pair>& out) const;
+  template <class Flush>
+  void findPairsInto(Scheduler& scheduler, Flush&& flush);
+
+  // --- queries (sweep_query.cpp)
+  void requireUpToDate(const char* what) const;
+  template <class OnCell, class OnSegmentEnd>
+  void walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnCell&& onCell,
+               OnSegmentEnd&& onSegmentEnd) const;
+  RayHit castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) const;
+  // Calls fn(const SweepCell&) for each occupied cell in r (by lookup, or by a
+  // scan of all cells when r holds more coordinates than there are cells);
+  // fn returns false to stop, and then so does this.
+  template <class Fn>
+  bool forEachCellInRange(const CellRange& r, Fn&& fn) const;
+
+  SweepGridConfig config_;
+  HandlePool pool_;
+
+  // Per proxy index (size capacity()).
+  std::vector<Aabb> boxes_;            // exact box (meaningful when live)
+  std::vector<uint8_t> static_;        // 1: static
+  std::vector<uint8_t> dirty_;         // 1: in dirtyList_
+  std::vector<Registration> kind_;     // where the index is registered now
+  std::vector<CellRange> range_;       // registered range (kind_ != none)
+  std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
+  std::vector<uint8_t> rangeChanged_;  // 1 during update(): left some cells
+
+  std::vector<uint32_t> dirtyList_;  // indices added/moved/removed since update
+  std::vector<uint32_t> overflow_;   // indices registered as overflow
+
+  std::vector<PaddedCell> cells_;     // dense: every cell is occupied after update
+  CellMap map_;                       // coord -> slot in cells_
+  std::vector<uint32_t> dirtyCells_;  // cells to refresh in the current update
+  CellRange gridBounds_{};            // bounds of all cell coords (cells_ not empty)
+  bool gridBoundsStale_ = false;
+
+  float cellSize_ = 0.0f;
+  float invCellSize_ = 0.0f;
+  uint32_t sizedForCount_ = 0;  // live count when the automatic size was picked
+
+  // Scratch kept between frames so a steady state allocates nothing.
+  std::vector<CellRange> newRange_;
+  std::vector<Registration> newKind_;
+  std::vector<uint32_t> changed_;  // indices with rangeChanged_ set
+  PerWorker<std::vector<Pair>> pairBuffers_;
+  std::vector<Pair> sortScratch_;
+};
+
+template <class Fn>
+bool SweepGrid::forEachCellInRange(const CellRange& r, Fn&& fn) const {
+  if (cells_.empty()) return true;
+  int32_t lo[3], hi[3];
+  uint64_t count = 1;
+  for (int a = 0; a < 3; ++a) {
+    lo[a] = std::max(r.lo[a], gridBounds_.lo[a]);
+    hi[a] = std::min(r.hi[a], gridBounds_.hi[a]);
+    if (lo[a] > hi[a]) return true;
+  }
+  for (int a = 0; a < 3 && count <= cells_.size(); ++a)
+    count *= uint64_t(int64_t(hi[a]) - lo[a] + 1);
+  if (count > cells_.size()) {
+    for (const PaddedCell& pc : cells_) {
+      const CellCoord& c = pc.value.coord;
+      if ((c.x < lo[0]) | (c.x > hi[0]) | (c.y < lo[1]) | (c.y > hi[1]) | (c.z < lo[2]) |
+          (c.z > hi[2]))
+        continue;
+      if (!fn(pc.value)) return false;
+    }
+    return true;
+  }
+  for (int32_t x = lo[0]; x <= hi[0]; ++x)
+    for (int32_t y = lo[1]; y <= hi[1]; ++y)
+      for (int32_t z = lo[2]; z <= hi[2]; ++z) {
+        const uint32_t idx = map_.find(CellCoord{x, y, z});
+        if (idx != CellMap::kAbsent && !fn(cells_[idx].value)) return false;
+      }
+  return true;
+}
+
+}  // namespace bp

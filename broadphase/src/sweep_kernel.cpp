@@ -1,0 +1,194 @@
+// The pair finding of SweepGrid: the sorted SoA sweep of one cell, the
+// overflow boxes against the cells, and the parallel driver with its merge.
+#include <broadphase/sweep_grid.h>
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+namespace bp {
+
+namespace {
+
+// Pairs are reported by the cell holding the min corner of the two boxes'
+// intersection: there, on each axis at least one of the two starts.
+inline bool reportedHere(uint8_t fi, uint8_t fj) {
+  return (((fi | fj) & kStartsHereMask) == kStartsHereMask) & ((fi & fj & kStaticFlag) == 0);
+}
+
+constexpr size_t kStreamChunk = 2048;
+
+// LSD radix sort of pairs on the compact key (a << bBits) | b, which orders
+// like Pair::key() because b < 2^bBits. Deterministic; 11-bit digits.
+void radixSortPairs(std::vector<Pair>& pairs, std::vector<Pair>& scratch, uint32_t capacity) {
+  const size_t n = pairs.size();
+  if (n < 256) {
+    std::sort(pairs.begin(), pairs.end());
+    return;
+  }
+  uint32_t idBits = 1;
+  while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
+  const uint32_t keyBits = 2 * idBits;
+  constexpr uint32_t kDigitBits = 11;
+  constexpr uint32_t kBuckets = 1u << kDigitBits;
+  scratch.resize(n);
+  Pair* src = pairs.data();
+  Pair* dst = scratch.data();
+  std::vector<uint32_t> count(kBuckets);
+  for (uint32_t shift = 0; shift < keyBits; shift += kDigitBits) {
+    auto digit = [&](const Pair& p) {
+      const uint64_t k = (uint64_t(p.a) << idBits) | p.b;
+      return uint32_t(k >> shift) & (kBuckets - 1);
+    };
+    std::fill(count.begin(), count.end(), 0u);
+    for (size_t i = 0; i < n; ++i) ++count[digit(src[i])];
+    uint32_t sum = 0;
+    for (uint32_t& c : count) {
+      const uint32_t t = c;
+      c = sum;
+      sum += t;
+    }
+    for (size_t i = 0; i < n; ++i) dst[count[digit(src[i])]++] = src[i];
+    std::swap(src, dst);
+  }
+  if (src != pairs.data()) std::memcpy(pairs.data(), src, n * sizeof(Pair));
+}
+
+}  // namespace
+
+void SweepGrid::sweepCell(uint32_t cell, std::vector<Pair>& out) const {
+  const SweepCell& c = cells_[cell].value;
+  const uint32_t n = c.size();
+  const float* minX = c.minX();
+  const float* maxX = c.maxX();
+  const SweepYZ* yz = c.yz.data();
+  const uint8_t* flags = c.flags.data();
+  const uint32_t* ids = c.ids.data();
+  for (uint32_t i = 0; i < n; ++i) {
+    const float xi = maxX[i];
+    const uint8_t fi = flags[i];
+#if defined(__SSE2__)
+    // Lanes: (maxY, maxZ, -minY, -minZ) of box i against (minY, minZ, -maxY, -maxZ) of j.
+    const __m128 q = _mm_set_ps(-yz[i].minZ, -yz[i].minY, -yz[i].negMaxZ, -yz[i].negMaxY);
+    // The +inf sentinel at minX[n] ends the scan: no bound check.
+    for (uint32_t j = i + 1; minX[j] <= xi; ++j) {
+      const __m128 b = _mm_load_ps(&yz[j].minY);
+      const int inside = _mm_movemask_ps(_mm_cmple_ps(b, q));
+      if ((inside == 0xF) & reportedHere(fi, flags[j])) out.push_back(makePair(ids[i], ids[j]));
+    }
+#else
+    const float maxYi = -yz[i].negMaxY, maxZi = -yz[i].negMaxZ;
+    const float minYi = yz[i].minY, minZi = yz[i].minZ;
+    for (uint32_t j = i + 1; minX[j] <= xi; ++j) {
+      const SweepYZ& b = yz[j];
+      const bool hit =
+          (b.minY <= maxYi) & (b.minZ <= maxZi) & (minYi <= -b.negMaxY) & (minZi <= -b.negMaxZ);
+      if (hit & reportedHere(fi, flags[j])) out.push_back(makePair(ids[i], ids[j]));
+    }
+#endif
+  }
+}
+
+// Every pair of overflow box o with a box registered in cells, each reported
+// once: by the cell holding the min corner of the intersection, which on each
+// axis is max(lo_o, lo_x) (lo_o may lie outside the grid; the rule holds as
+// the floor mapping is monotone).
+void SweepGrid::pairOverflowBox(uint32_t slot, std::vector<Pair>& out) const {
+  const uint32_t o = overflow_[slot];
+  const Aabb& ob = boxes_[o];
+  const CellRange& orng = range_[o];
+  const bool oStatic = static_[o] != 0;
+  auto visit = [&](const SweepCell& c) {
+    const uint32_t n = c.size();
+    const float* minX = c.minX();
+    const float* maxX = c.maxX();
+    for (uint32_t k = 0; k < n && minX[k] <= ob.max.x(); ++k) {
+      const uint32_t x = c.ids[k];
+      const SweepYZ& yz = c.yz[k];
+      const bool hit = (ob.min.x() <= maxX[k]) & (yz.minY <= ob.max.y()) &
+                       (ob.min.y() <= -yz.negMaxY) & (yz.minZ <= ob.max.z()) &
+                       (ob.min.z() <= -yz.negMaxZ);
+      if (!hit || (oStatic && static_[x])) continue;
+      const CellRange& xr = range_[x];
+      if (c.coord.x == std::max(orng.lo[0], xr.lo[0]) &&
+          c.coord.y == std::max(orng.lo[1], xr.lo[1]) &&
+          c.coord.z == std::max(orng.lo[2], xr.lo[2]))
+        out.push_back(makePair(o, x));
+    }
+    return true;
+  };
+  forEachCellInRange(orng, visit);
+}
+
+// Overflow boxes against each other: a sweep on min x of their own.
+void SweepGrid::pairOverflowSet(std::vector<Pair>& out) const {
+  std::vector<uint32_t> order(overflow_);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const float ka = boxes_[a].min.x(), kb = boxes_[b].min.x();
+    return ka < kb || (ka == kb && a < b);
+  });
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Aabb& bi = boxes_[order[i]];
+    for (size_t j = i + 1; j < order.size() && boxes_[order[j]].min.x() <= bi.max.x(); ++j) {
+      if (static_[order[i]] && static_[order[j]]) continue;
+      if (overlaps(bi, boxes_[order[j]])) out.push_back(makePair(order[i], order[j]));
+    }
+  }
+}
+
+// Runs every unit of pair work (the cells, then each overflow box, then the
+// overflow set against itself) as tasks; flush(buffer, last) hands each
+// worker's buffer over, `last` at the end of a task.
+template <class Flush>
+void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
+  update(scheduler);
+  if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
+  const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
+  const uint32_t overflowUnits = static_cast<uint32_t>(overflow_.size());
+  const uint32_t units = cellUnits + overflowUnits + (overflowUnits > 1 ? 1 : 0);
+  scheduler.forEach(0, units, 32, [&](uint32_t begin, uint32_t end) {
+    std::vector<Pair>& buffer = pairBuffers_.local();
+    for (uint32_t u = begin; u < end; ++u) {
+      if (u < cellUnits)
+        sweepCell(u, buffer);
+      else if (u < cellUnits + overflowUnits)
+        pairOverflowBox(u - cellUnits, buffer);
+      else
+        pairOverflowSet(buffer);
+      flush(buffer, false);
+    }
+    flush(buffer, true);
+  });
+}
+
+void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
+  for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
+  findPairsInto(scheduler, [](std::vector<Pair>&, bool) {});
+  size_t total = 0;
+  for (int w = 0; w < pairBuffers_.size(); ++w) total += pairBuffers_[w].size();
+  out.resize(total);
+  size_t at = 0;
+  for (int w = 0; w < pairBuffers_.size(); ++w) {
+    std::vector<Pair>& b = pairBuffers_[w];
+    std::copy(b.begin(), b.end(), out.begin() + ptrdiff_t(at));
+    at += b.size();
+    b.clear();
+  }
+  // Every pair is unique, so the sorted list is the same for any thread count.
+  radixSortPairs(out, sortScratch_, capacity());
+}
+
+void SweepGrid::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume) {
+  for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
+  findPairsInto(scheduler, [&](std::vector<Pair>& buffer, bool last) {
+    if (buffer.size() >= kStreamChunk || (last && !buffer.empty())) {
+      consume(std::span<const Pair>(buffer.data(), buffer.size()));
+      buffer.clear();
+    }
+  });
+}
+
+}  // namespace bp

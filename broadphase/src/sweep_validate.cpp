@@ -1,0 +1,132 @@
+// SweepGrid::validate(): checks every invariant of the structure and says
+// which one fails. Proxies with pending changes (dirty) are checked only for
+// the consistency of what is registered, since their new box is not applied.
+#include <broadphase/sweep_grid.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace bp {
+
+namespace {
+
+std::string at(uint32_t i) { return " (index " + std::to_string(i) + ")"; }
+
+bool rangeHolds(const CellRange& r, const CellCoord& c) {
+  return r.lo[0] <= c.x && c.x <= r.hi[0] && r.lo[1] <= c.y && c.y <= r.hi[1] && r.lo[2] <= c.z &&
+         c.z <= r.hi[2];
+}
+
+uint64_t cellsIn(const CellRange& r) {
+  uint64_t n = 1;
+  for (int a = 0; a < 3; ++a) n *= uint64_t(int64_t(r.hi[a]) - r.lo[a] + 1);
+  return n;
+}
+
+}  // namespace
+
+std::string SweepGrid::validate() const {
+  if (std::string why = pool_.validate(); !why.empty()) return "handle pool: " + why;
+  const uint32_t cap = pool_.capacity();
+  for (const size_t size : {boxes_.size(), static_.size(), dirty_.size(), kind_.size(),
+                            range_.size(), overflowPos_.size(), rangeChanged_.size()})
+    if (size != cap) return "per-proxy arrays are not capacity() long";
+  if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
+
+  // Dirty list: unique, and flags match.
+  uint64_t dirtyFlags = 0;
+  for (uint32_t i = 0; i < cap; ++i) dirtyFlags += dirty_[i];
+  if (dirtyFlags != dirtyList_.size()) return "dirty flags do not match the dirty list";
+  for (const uint32_t i : dirtyList_)
+    if (i >= cap || !dirty_[i]) return "dirty list holds an unflagged index" + at(i);
+
+  // Per proxy: registration matches the box (unless a change is pending).
+  uint64_t expectedEntries = 0;
+  uint32_t overflowCount = 0;
+  for (uint32_t i = 0; i < cap; ++i) {
+    const bool live = pool_.isLiveIndex(i);
+    if (live && !isValid(boxes_[i])) return "live proxy with an invalid box" + at(i);
+    if (kind_[i] == Registration::overflow) {
+      ++overflowCount;
+      if (overflowPos_[i] >= overflow_.size() || overflow_[overflowPos_[i]] != i)
+        return "overflow position wrong" + at(i);
+    } else if (overflowPos_[i] != kNullIndex) {
+      return "overflow position set for a proxy not in overflow" + at(i);
+    }
+    if (kind_[i] == Registration::cells) {
+      if (classify(range_[i]) != Registration::cells)
+        return "registered in cells but spans too many" + at(i);
+      expectedEntries += cellsIn(range_[i]);
+    }
+    if (rangeChanged_[i]) return "range-changed flag left set" + at(i);
+    if (dirty_[i]) continue;
+    if (!live) {
+      if (kind_[i] != Registration::none) return "dead proxy still registered" + at(i);
+      continue;
+    }
+    if (kind_[i] == Registration::none) return "live proxy not registered" + at(i);
+    const CellRange r = rangeOf(boxes_[i]);
+    if (!(r == range_[i])) return "registered range differs from the box's cells" + at(i);
+    if (classify(r) != kind_[i])
+      return "registration kind does not match the overflow rule" + at(i);
+  }
+  if (overflowCount != overflow_.size()) return "overflow set size mismatch";
+  if (cap > 0 && dirtyList_.empty() && pool_.liveCount() > 0 && !(cellSize_ > 0.0f))
+    return "no cell size after an update";
+
+  // Cells: in the map, non-empty, unique members that belong there, sorted,
+  // SoA equal to the exact boxes, sentinel in place.
+  if (map_.size() != cells_.size()) return "cell map size differs from the cell count";
+  uint64_t entries = 0;
+  std::vector<uint32_t> seen;
+  CellRange bounds{{INT32_MAX, INT32_MAX, INT32_MAX}, {INT32_MIN, INT32_MIN, INT32_MIN}};
+  for (uint32_t ci = 0; ci < cells_.size(); ++ci) {
+    const SweepCell& c = cells_[ci].value;
+    const std::string where = " in cell (" + std::to_string(c.coord.x) + ", " +
+                              std::to_string(c.coord.y) + ", " + std::to_string(c.coord.z) + ")";
+    if (map_.find(c.coord) != ci) return "cell map does not point at its cell" + where;
+    if (c.dirty || c.leaving) return "cell left dirty" + where;
+    const uint32_t n = c.size();
+    if (n == 0) return "empty cell kept" + where;
+    if (c.x.size() != 2 * size_t(n) + 1 || c.yz.size() != n || c.flags.size() != n)
+      return "SoA arrays have the wrong size" + where;
+    if (c.minX()[n] != std::numeric_limits<float>::infinity()) return "sentinel missing" + where;
+    entries += n;
+    seen.assign(c.ids.begin(), c.ids.end());
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end())
+      return "a proxy is twice in one cell" + where;
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t id = c.ids[k];
+      if (id >= cap || kind_[id] != Registration::cells || !rangeHolds(range_[id], c.coord))
+        return "member not registered in this cell" + where + at(id);
+      if (k > 0 && c.minX()[k - 1] > c.minX()[k]) return "cell not sorted on min x" + where;
+      const Aabb& b = boxes_[id];
+      if (dirty_[id]) continue;  // its keys are refreshed at the next update
+      if (c.minX()[k] != b.min.x() || c.maxX()[k] != b.max.x() || c.yz[k].minY != b.min.y() ||
+          c.yz[k].minZ != b.min.z() || -c.yz[k].negMaxY != b.max.y() ||
+          -c.yz[k].negMaxZ != b.max.z())
+        return "cell keys differ from the exact box" + where + at(id);
+      const CellRange& r = range_[id];
+      const uint8_t flags =
+          uint8_t((r.lo[0] == c.coord.x) | ((r.lo[1] == c.coord.y) << 1) |
+                  ((r.lo[2] == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
+      if (c.flags[k] != flags) return "entry flags wrong" + where + at(id);
+    }
+    bounds.lo[0] = std::min(bounds.lo[0], c.coord.x);
+    bounds.lo[1] = std::min(bounds.lo[1], c.coord.y);
+    bounds.lo[2] = std::min(bounds.lo[2], c.coord.z);
+    bounds.hi[0] = std::max(bounds.hi[0], c.coord.x);
+    bounds.hi[1] = std::max(bounds.hi[1], c.coord.y);
+    bounds.hi[2] = std::max(bounds.hi[2], c.coord.z);
+  }
+  // Every registered proxy is in each cell of its range exactly once: the
+  // counts match and no member is foreign or doubled (checked above).
+  if (entries != expectedEntries)
+    return "cell entries " + std::to_string(entries) + " but registered ranges cover " +
+           std::to_string(expectedEntries);
+  if (!cells_.empty() && !(bounds == gridBounds_)) return "grid bounds stale";
+  return {};
+}
+
+}  // namespace bp

@@ -1,0 +1,424 @@
+// SweepGrid against the brute-force oracle and the reference data: standard
+// scenes, rays and queries, thread counts, bad input.
+#include <broadphase/brute_force.h>
+#include <broadphase/error.h>
+#include <broadphase/scene.h>
+#include <broadphase/sweep_grid.h>
+
+#include "test_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+
+namespace bp {
+namespace {
+
+std::vector<ProxyId> addScene(SweepGrid& grid, const Scene& scene) {
+  std::vector<ProxyId> ids;
+  for (uint32_t i = 0; i < scene.n; ++i) ids.push_back(grid.add(scene.boxes[i], scene.isStatic[i]));
+  return ids;
+}
+
+void moveScene(SweepGrid& grid, const Scene& scene, const std::vector<ProxyId>& ids) {
+  std::vector<ProxyId> moved;
+  std::vector<Aabb> boxes;
+  for (uint32_t i = 0; i < scene.n; ++i)
+    if (!scene.isStatic[i]) {
+      moved.push_back(ids[i]);
+      boxes.push_back(scene.boxes[i]);
+    }
+  grid.move(moved, boxes);
+}
+
+std::vector<Pair> streamedPairs(SweepGrid& grid, Scheduler& s) {
+  std::vector<Pair> all;
+  std::mutex m;
+  grid.findPairs(s, [&](std::span<const Pair> chunk) {
+    std::lock_guard<std::mutex> lock(m);
+    all.insert(all.end(), chunk.begin(), chunk.end());
+  });
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+TEST(SweepGrid, FreshGridIssuesIndicesInOrder) {
+  SweepGrid grid;
+  for (uint32_t i = 0; i < 5; ++i) {
+    const ProxyId id = grid.add(Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)});
+    EXPECT_EQ(id.index, i);
+  }
+  EXPECT_EQ(grid.proxyCount(), 5u);
+  EXPECT_EQ(grid.capacity(), 5u);
+  Scheduler s(1);
+  std::vector<Pair> pairs;
+  grid.findPairs(s, pairs);
+  EXPECT_EQ(pairs.size(), 10u);
+  EXPECT_EQ(grid.validate(), "");
+}
+
+// Every standard scene, frames 0, 1, 10 and 30: the oracle and the reference hash.
+void checkStandardScene(SceneKind kind, const SweepGridConfig& config) {
+  const auto reference = test::loadReferencePairs();
+  ASSERT_EQ(reference.size(), 20u);
+  Scheduler s(2);
+  Scene scene = makeScene(kind, 10000);
+  SweepGrid grid(config);
+  const auto ids = addScene(grid, scene);
+  int checked = 0;
+  for (const auto& ref : reference) {
+    if (ref.scene != sceneName(kind)) continue;
+    while (scene.frame < ref.frame) {
+      scene.step();
+      moveScene(grid, scene, ids);
+      // Also exercise frames in between, as an engine would.
+      if (scene.frame % 3 == 0) grid.update(s);
+    }
+    std::vector<Pair> pairs;
+    grid.findPairs(s, pairs);
+    ASSERT_EQ(grid.validate(), "") << ref.scene << " frame " << ref.frame;
+    EXPECT_TRUE(test::samePairs(brute::findPairs(scene.boxes, scene.isStatic), pairs))
+        << ref.scene << " frame " << ref.frame;
+    EXPECT_EQ(pairs.size(), ref.pairs) << ref.scene << " frame " << ref.frame;
+    EXPECT_EQ(hashPairs(pairs), ref.hash) << ref.scene << " frame " << ref.frame;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4) << sceneName(kind);
+}
+
+TEST(SweepGrid, StandardScenesMatchOracleAndReference) {
+  for (SceneKind kind : kAllScenes) checkStandardScene(kind, SweepGridConfig{});
+}
+
+// Small cells: many boxes span several cells (the dedup rule at work) and the
+// large boxes of `sizes` go to the overflow set.
+TEST(SweepGrid, StandardScenesWithSmallCellsAndOverflow) {
+  SweepGridConfig config;
+  config.cellSizeFactor = 2.0f;
+  config.targetBoxesPerCell = 0.0f;
+  config.maxCellsPerProxy = 27;
+  for (SceneKind kind : {SceneKind::sizes, SceneKind::clustered}) checkStandardScene(kind, config);
+  Scene scene = makeScene(SceneKind::sizes, 10000);
+  SweepGrid grid(config);
+  addScene(grid, scene);
+  Scheduler s(1);
+  grid.update(s);
+  EXPECT_GT(grid.overflowCount(), 10u);
+}
+
+TEST(SweepGrid, SameResultsForAnyThreadCount) {
+  for (SceneKind kind : {SceneKind::clustered, SceneKind::sizes, SceneKind::staticScene}) {
+    std::vector<Pair> first;
+    for (int threads : {1, 2, 8}) {
+      Scheduler s(threads);
+      Scene scene = makeScene(kind, 6000);
+      SweepGrid grid;
+      const auto ids = addScene(grid, scene);
+      for (int f = 0; f < 3; ++f) {
+        scene.step();
+        moveScene(grid, scene, ids);
+      }
+      std::vector<Pair> pairs;
+      grid.findPairs(s, pairs);
+      EXPECT_EQ(streamedPairs(grid, s), pairs) << sceneName(kind) << " threads " << threads;
+      if (first.empty())
+        first = pairs;
+      else
+        EXPECT_EQ(pairs, first) << sceneName(kind) << " threads " << threads;
+      std::vector<RayHit> hits(300), hits1(300);
+      const auto rays = makeRays(6000, 300);
+      grid.castRays(s, rays, hits, RayQuery::closest);
+      for (size_t r = 0; r < rays.size(); ++r) hits1[r] = grid.castRay(rays[r], RayQuery::closest);
+      EXPECT_EQ(hits, hits1);
+    }
+    EXPECT_FALSE(first.empty());
+  }
+}
+
+TEST(SweepGrid, ReferenceClosestHits) {
+  const auto reference = test::loadReferenceRays();
+  ASSERT_EQ(reference.size(), 1000u);
+  const Scene scene = makeScene(SceneKind::uniform, 10000);
+  const auto rays = makeRays(10000, 1000);
+  SweepGrid grid;
+  addScene(grid, scene);
+  Scheduler s(2);
+  grid.update(s);
+  std::vector<RayHit> batch(rays.size());
+  grid.castRays(s, rays, batch, RayQuery::closest);
+  for (const auto& ref : reference) {
+    const RayHit hit = grid.castRay(rays[ref.ray], RayQuery::closest);
+    ASSERT_EQ(hit.hit() ? int64_t(hit.proxy) : -1, ref.box) << "ray " << ref.ray;
+    EXPECT_EQ(batch[ref.ray], hit);
+    if (!hit.hit()) continue;
+    char printed[32];
+    std::snprintf(printed, sizeof printed, "%.6g", double(hit.t));
+    EXPECT_EQ(std::stod(printed), ref.t) << "ray " << ref.ray;
+  }
+}
+
+// Every ray query against the oracle on scenes with overflow boxes, wide flat
+// worlds and dense piles.
+TEST(SweepGrid, RayQueriesMatchOracle) {
+  Scheduler s(2);
+  for (SceneKind kind : kAllScenes) {
+    const uint32_t n = 4000;
+    Scene scene = makeScene(kind, n);
+    scene.step();
+    SweepGrid grid;
+    addScene(grid, scene);
+    grid.update(s);
+    auto rays = makeRays(n, 300, 5);
+    if (kind == SceneKind::plane)  // aim the rays along the plane too
+      for (size_t r = 0; r < 100; ++r) {
+        Ray& ray = rays[r];
+        ray.origin.y() = 2.0f;
+        ray = makeRay(ray.origin, Vec3(ray.direction.x(), 0.0f, ray.direction.z()), ray.maxT * 4);
+      }
+    // Axis-aligned rays, rays on cell boundaries, a ray from far outside.
+    const float c = grid.cellSize();
+    rays.push_back(makeRay(Vec3(2 * c, 2 * c, 2 * c), Vec3(1, 0, 0), scene.worldSide));
+    rays.push_back(makeRay(Vec3(3 * c, 0, 3 * c), Vec3(0, 1, 1), scene.worldSide));
+    rays.push_back(makeRay(Vec3(-100, -100, -100), Vec3(1, 1, 1), 4 * scene.worldSide));
+    std::vector<RayHit> batch(rays.size()), batchAny(rays.size());
+    grid.castRays(s, rays, batch, RayQuery::closest);
+    grid.castRays(s, rays, batchAny, RayQuery::any);
+    std::vector<RayHit> all;
+    for (size_t r = 0; r < rays.size(); ++r) {
+      const Ray& ray = rays[r];
+      const RayHit expected = brute::castRayClosest(scene.boxes, ray);
+      ASSERT_EQ(grid.castRay(ray, RayQuery::closest), expected) << sceneName(kind) << " ray " << r;
+      EXPECT_EQ(batch[r], expected);
+      const RayHit any = grid.castRay(ray, RayQuery::any);
+      EXPECT_EQ(any.hit(), expected.hit());
+      EXPECT_EQ(batchAny[r].hit(), expected.hit());
+      if (any.hit()) {
+        float t;
+        EXPECT_TRUE(intersectRayAabb(ray, scene.boxes[any.proxy], t));
+        EXPECT_EQ(t, any.t);
+      }
+      grid.castRayAll(ray, all);
+      EXPECT_EQ(all, brute::castRayAll(scene.boxes, ray)) << sceneName(kind) << " ray " << r;
+      // Callback that keeps the ray: every hit exactly once.
+      std::vector<RayHit> seen;
+      grid.castRay(ray, [&](uint32_t proxy, float t) {
+        seen.push_back({proxy, t});
+        return std::numeric_limits<float>::infinity();
+      });
+      std::sort(seen.begin(), seen.end(), hitBefore);
+      EXPECT_EQ(seen, all) << sceneName(kind) << " ray " << r;
+      // Callback that clips: the last accepted hit is the closest.
+      RayHit best;
+      grid.castRay(ray, [&](uint32_t proxy, float t) {
+        const RayHit h{proxy, t};
+        if (!best.hit() || hitBefore(h, best)) best = h;
+        return t;
+      });
+      EXPECT_EQ(best, expected) << sceneName(kind) << " ray " << r;
+      // Callback that stops at once.
+      int calls = 0;
+      grid.castRay(ray, [&](uint32_t, float) {
+        ++calls;
+        return -1.0f;
+      });
+      EXPECT_EQ(calls, expected.hit() ? 1 : 0);
+    }
+  }
+}
+
+TEST(SweepGrid, BoxPointNearestAndSweptQueriesMatchOracle) {
+  Scheduler s(1);
+  for (SceneKind kind : kAllScenes) {
+    const uint32_t n = 3000;
+    Scene scene = makeScene(kind, n, 3);
+    SweepGrid grid;
+    addScene(grid, scene);
+    grid.update(s);
+    SceneRng rng(11);
+    const float L = scene.worldSide;
+    for (int q = 0; q < 60; ++q) {
+      const Vec3 p(rng.uniform() * scene.bounds.x(), rng.uniform() * scene.bounds.y(),
+                   rng.uniform() * scene.bounds.z());
+      const float size = q % 10 == 0 ? L : 4.0f * rng.uniform();
+      const Aabb query{p, p + Vec3(size, size * rng.uniform(), size)};
+      std::vector<uint32_t> got;
+      grid.queryBox(query, [&](uint32_t id) {
+        got.push_back(id);
+        return true;
+      });
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, brute::queryBox(scene.boxes, query)) << sceneName(kind) << " q " << q;
+      got.clear();
+      grid.queryPoint(p, [&](uint32_t id) {
+        got.push_back(id);
+        return true;
+      });
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, brute::queryPoint(scene.boxes, p)) << sceneName(kind) << " q " << q;
+
+      const uint32_t k = q % 7 == 0 ? 40 : 1 + q % 5;
+      std::vector<Neighbour> near;
+      grid.nearest(p, k, near);
+      EXPECT_EQ(near, brute::nearest(scene.boxes, p, k)) << sceneName(kind) << " q " << q;
+      // A point far outside the world.
+      const Vec3 far = p + Vec3(10 * L, -3 * L, 0);
+      grid.nearest(far, k, near);
+      EXPECT_EQ(near, brute::nearest(scene.boxes, far, k)) << sceneName(kind) << " q " << q;
+
+      const Vec3 dir(rng.normal(), rng.normal(), rng.normal());
+      const Ray ray = makeRay(p, dir, L / 3);
+      const Vec3 half(0.5f * rng.uniform(), 2.0f * rng.uniform(), q % 4 == 0 ? 8.0f : 0.1f);
+      EXPECT_EQ(grid.castBox(half, ray), brute::castBox(scene.boxes, half, ray))
+          << sceneName(kind) << " q " << q;
+    }
+    // Early stop of overlap callbacks.
+    int calls = 0;
+    grid.queryBox(Aabb{Vec3(0, 0, 0), scene.bounds}, [&](uint32_t) { return ++calls < 3; });
+    EXPECT_EQ(calls, 3);
+  }
+}
+
+TEST(SweepGrid, StaticPairsNeverReported) {
+  SweepGrid grid;
+  const Aabb b{Vec3(0, 0, 0), Vec3(1, 1, 1)};
+  grid.add(b, true);
+  grid.add(b, true);
+  grid.add(b, false);
+  Scheduler s(1);
+  std::vector<Pair> pairs;
+  grid.findPairs(s, pairs);
+  EXPECT_EQ(pairs, (std::vector<Pair>{{0, 2}, {1, 2}}));
+}
+
+TEST(SweepGrid, TouchingBoxesOverlapAcrossCellBoundaries) {
+  SweepGridConfig config;
+  config.cellSize = 1.0f;
+  SweepGrid grid(config);
+  // Faces exactly on a cell boundary, and a shared corner.
+  grid.add(Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)});
+  grid.add(Aabb{Vec3(1, 0, 0), Vec3(2, 1, 1)});
+  grid.add(Aabb{Vec3(1, 1, 1), Vec3(2, 2, 2)});
+  grid.add(Aabb{Vec3(-2, -2, -2), Vec3(-1, -1, -1)});
+  Scheduler s(1);
+  std::vector<Pair> pairs;
+  grid.findPairs(s, pairs);
+  EXPECT_EQ(pairs, (std::vector<Pair>{{0, 1}, {0, 2}, {1, 2}}));
+  EXPECT_EQ(grid.validate(), "");
+}
+
+TEST(SweepGrid, QueriesWithPendingChangesThrow) {
+  SweepGrid grid;
+  const ProxyId id = grid.add(Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)});
+  const Ray ray = makeRay(Vec3(-1, 0.5f, 0.5f), Vec3(1, 0, 0), 10);
+  auto expectPending = [&](auto&& fn) {
+    try {
+      fn();
+      ADD_FAILURE() << "no throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalidArgument);
+    }
+  };
+  std::vector<RayHit> hits;
+  std::vector<Neighbour> near;
+  expectPending([&] { grid.castRay(ray, RayQuery::closest); });
+  expectPending([&] { grid.castRayAll(ray, hits); });
+  expectPending([&] {
+    grid.queryBox(Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)}, [](uint32_t) { return true; });
+  });
+  expectPending([&] { grid.queryPoint(Vec3(0, 0, 0), [](uint32_t) { return true; }); });
+  expectPending([&] { grid.nearest(Vec3(0, 0, 0), 1, near); });
+  expectPending([&] { grid.castBox(Vec3(1, 1, 1), ray); });
+  Scheduler s(1);
+  grid.update(s);
+  EXPECT_EQ(grid.castRay(ray, RayQuery::closest).proxy, id.index);
+  grid.move(id, Aabb{Vec3(5, 5, 5), Vec3(6, 6, 6)});
+  expectPending([&] { grid.castRay(ray, RayQuery::any); });
+  grid.update(s);
+  EXPECT_FALSE(grid.castRay(ray, RayQuery::any).hit());
+}
+
+TEST(SweepGrid, BadInputIsRejectedAndChangesNothing) {
+  SweepGrid grid;
+  Scheduler s(1);
+  const ProxyId a = grid.add(Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)});
+  const ProxyId b = grid.add(Aabb{Vec3(0.5f, 0, 0), Vec3(2, 1, 1)});
+  grid.update(s);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const Aabb bad[] = {{Vec3(nan, 0, 0), Vec3(1, 1, 1)},
+                      {Vec3(0, 0, 0), Vec3(inf, 1, 1)},
+                      {Vec3(0, 2, 0), Vec3(1, 1, 1)},
+                      {Vec3(0, 0, 0), Vec3(1, 1, 2 * kMaxCoordinate)}};
+  auto expectCode = [&](ErrorCode code, auto&& fn) {
+    try {
+      fn();
+      ADD_FAILURE() << "no throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+    }
+    EXPECT_EQ(grid.validate(), "");
+    EXPECT_EQ(grid.proxyCount(), 2u);
+    EXPECT_FALSE(grid.hasPendingChanges());
+  };
+  for (const Aabb& box : bad) {
+    expectCode(ErrorCode::invalidBox, [&] { grid.add(box); });
+    expectCode(ErrorCode::invalidBox, [&] { grid.move(a, box); });
+    const ProxyId ids[] = {a, b};
+    const Aabb boxes[] = {Aabb{Vec3(9, 9, 9), Vec3(10, 10, 10)}, box};
+    expectCode(ErrorCode::invalidBox, [&] { grid.move(ids, boxes); });
+    expectCode(ErrorCode::invalidBox, [&] { grid.queryBox(box, [](uint32_t) { return true; }); });
+  }
+  // Stale handles: removed, never issued, from another grid, wrong generation.
+  SweepGrid other;
+  const ProxyId foreign = other.add(Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)});
+  const ProxyId c = grid.add(Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)});
+  grid.remove(c);
+  grid.update(s);
+  const Aabb ok{Vec3(0, 0, 0), Vec3(1, 1, 1)};
+  for (const ProxyId stale : {c, ProxyId{77, 0}, foreign, ProxyId{a.index, a.generation + 1}}) {
+    expectCode(ErrorCode::staleHandle, [&] { grid.remove(stale); });
+    expectCode(ErrorCode::staleHandle, [&] { grid.move(stale, ok); });
+    const ProxyId ids[] = {a, stale};
+    const Aabb boxes[] = {Aabb{Vec3(9, 9, 9), Vec3(10, 10, 10)}, ok};
+    expectCode(ErrorCode::staleHandle, [&] { grid.move(ids, boxes); });
+    EXPECT_FALSE(grid.contains(stale));
+  }
+  expectCode(ErrorCode::staleHandle, [&] { grid.box(c.index); });
+  expectCode(ErrorCode::staleHandle, [&] { grid.handleOf(1000); });
+  const ProxyId ids[] = {a, b};
+  const Aabb one[] = {ok};
+  expectCode(ErrorCode::invalidArgument, [&] { grid.move(ids, one); });
+  // Rays and queries.
+  Ray badRay = makeRay(Vec3(0, 0, 0), Vec3(1, 0, 0), 1);
+  badRay.maxT = -1;
+  expectCode(ErrorCode::invalidRay, [&] { grid.castRay(badRay, RayQuery::closest); });
+  std::vector<RayHit> hits(1);
+  const Ray rays[] = {badRay};
+  expectCode(ErrorCode::invalidRay, [&] { grid.castRays(s, rays, hits, RayQuery::closest); });
+  const Ray good[] = {makeRay(Vec3(0, 0, 0), Vec3(1, 0, 0), 1)};
+  expectCode(ErrorCode::invalidArgument, [&] { grid.castRays(s, good, hits, RayQuery::all); });
+  std::vector<RayHit> two(2);
+  expectCode(ErrorCode::invalidArgument, [&] { grid.castRays(s, good, two, RayQuery::any); });
+  std::vector<Neighbour> near;
+  expectCode(ErrorCode::invalidArgument, [&] { grid.nearest(Vec3(0, 0, 0), 0, near); });
+  expectCode(ErrorCode::invalidArgument, [&] { grid.castBox(Vec3(-1, 0, 0), good[0]); });
+  EXPECT_EQ(grid.box(a.index).max.x(), 1.0f);
+  EXPECT_EQ(grid.box(b.index).min.x(), 0.5f);
+  std::vector<Pair> pairs;
+  grid.findPairs(s, pairs);
+  EXPECT_EQ(pairs, (std::vector<Pair>{{0, 1}}));
+}
+
+TEST(SweepGrid, ConfigIsValidated) {
+  SweepGridConfig config;
+  config.cellSize = -1;
+  EXPECT_THROW(SweepGrid{config}, Error);
+  config.cellSize = 0;
+  config.maxCellsPerProxy = 0;
+  EXPECT_THROW(SweepGrid{config}, Error);
+}
+
+}  // namespace
+}  // namespace bp
