@@ -1,0 +1,5 @@
+#include "commands.h"
+
+namespace bpbench {
+int commandScaling(const Options&) { return 1; }
+}  // namespace bpbench
