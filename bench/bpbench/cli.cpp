@@ -29,7 +29,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"scaling",
      {"scene", "n", "frames", "threads", "backend", "seed", "format", "plot", "!quiet",
       "!no-fork"}},
-    {"list", {"format"}},
+    {"list", {"format", "!quiet"}},
 };
 
 std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
