@@ -33,9 +33,12 @@ namespace {
 template <class Structure, class Config>
 class StructureBackend final : public Backend {
  public:
-  void build(const Scene& scene, Scheduler&) override {
+  // Adds every box, then runs the deferred work (the initial build), which
+  // is part of build_ms rather than of frame 1.
+  void build(const Scene& scene, Scheduler& scheduler) override {
     handles_.resize(scene.n);
     for (uint32_t i = 0; i < scene.n; ++i) bind(i, s_.add(scene.boxes[i], scene.isStatic[i] != 0));
+    s_.update(scheduler);
   }
   void move(std::span<const uint32_t> ids, std::span<const Aabb> boxes, Scheduler&) override {
     scratch_.resize(ids.size());
@@ -57,12 +60,10 @@ class StructureBackend final : public Backend {
   }
   void castRays(Scheduler& scheduler, std::span<const Ray> rays, RayQuery kind,
                 std::span<RayHit> out) override {
-    s_.update(scheduler);
     s_.castRays(scheduler, rays, out, kind);
   }
   void castRaysAll(Scheduler& scheduler, std::span<const Ray> rays, std::vector<RayHit>& out,
                    std::vector<uint32_t>& offsets) override {
-    s_.update(scheduler);
     castRaysAllWith(scheduler, rays, out, offsets, [&](const Ray& ray, std::vector<RayHit>& hits) {
       thread_local std::vector<RayHit> one;
       s_.castRayAll(ray, one);

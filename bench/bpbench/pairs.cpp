@@ -53,10 +53,6 @@ void measure(const PairsSpec& spec, Bytes& out) {
   bp::Scene scene = bp::makeScene(spec.scene, spec.n, spec.seed);
   std::unique_ptr<Backend> backend = spec.backend->make();
 
-  const auto t0 = Clock::now();
-  backend->build(scene, scheduler);
-  r.buildMs = msSince(t0);
-
   std::vector<uint32_t> moving;
   for (uint32_t i = 0; i < scene.n; ++i)
     if (!scene.isStatic[i]) moving.push_back(i);
@@ -68,6 +64,9 @@ void measure(const PairsSpec& spec, Bytes& out) {
   Progress progress(std::string("pairs ") + spec.backend->name + " " + bp::sceneName(spec.scene) +
                         " n=" + std::to_string(spec.n),
                     spec.quiet);
+  const auto t0 = Clock::now();
+  progress.during("building", [&] { backend->build(scene, scheduler); });
+  r.buildMs = msSince(t0);
   for (uint32_t f = 1; f <= spec.frames; ++f) {
     scene.step();
     for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];

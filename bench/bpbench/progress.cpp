@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <thread>
 
 namespace bpbench {
 
@@ -24,6 +26,7 @@ double Progress::elapsed() const {
 
 void Progress::update(double fraction, const std::string& text) {
   if (!enabled_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
   const auto now = std::chrono::steady_clock::now();
   if (std::chrono::duration<double>(now - start_).count() < showAfter_) return;
   if (drawn_ && now - last_ < std::chrono::milliseconds(100)) return;
@@ -39,7 +42,45 @@ void Progress::update(double fraction, const std::string& text) {
   std::fflush(stderr);
 }
 
+void Progress::during(const std::string& text, const std::function<void()>& work) {
+  if (!enabled_) {
+    work();
+    return;
+  }
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread ticker([&] {
+    std::unique_lock<std::mutex> lock(m);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return done; })) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "  %.1f s", s);
+      update(0, text + buf);
+    }
+  });
+  try {
+    work();
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      done = true;
+    }
+    cv.notify_one();
+    ticker.join();
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
+  }
+  cv.notify_one();
+  ticker.join();
+}
+
 void Progress::finish() {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!drawn_) return;
   std::fprintf(stderr, "\r\033[2K");
   std::fflush(stderr);

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <mutex>
 #include <string>
 
 namespace bpbench {
@@ -19,12 +21,17 @@ class Progress {
   void finish();
   double elapsed() const;
 
+  // Runs work() on this thread while a helper thread keeps the line alive
+  // with `text` and a clock (for long single calls: a structure's build).
+  void during(const std::string& text, const std::function<void()>& work);
+
  private:
   std::string label_;
   bool enabled_;
   bool drawn_ = false;
   double showAfter_;
   std::chrono::steady_clock::time_point start_, last_;
+  std::mutex mutex_;
 };
 
 bool stderrIsTerminal();

@@ -51,17 +51,16 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
   const std::vector<Ray> rays = bp::makeRays(n, o.rays);
   std::unique_ptr<Backend> backend = info.make();
   Progress progress(std::string("rays ") + info.name + " n=" + std::to_string(n), o.quiet);
-  progress.update(0, "building");
   auto t0 = Clock::now();
-  backend->build(scene, scheduler);
+  progress.during("building", [&] { backend->build(scene, scheduler); });
   r.buildMs = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  progress.update(0.05, "casting " + std::to_string(o.rays) + " rays");
 
   std::vector<RayHit> all;
   std::vector<uint32_t> offsets;
   if (o.query == RayQuery::all) {
     t0 = Clock::now();
-    backend->castRaysAll(scheduler, rays, all, offsets);
+    progress.during("casting " + std::to_string(o.rays) + " rays",
+                    [&] { backend->castRaysAll(scheduler, rays, all, offsets); });
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     r.hits = all.size();
     for (size_t i = 0; i + 1 < offsets.size(); ++i) {
@@ -71,7 +70,8 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
   } else {
     r.first.resize(rays.size());
     t0 = Clock::now();
-    backend->castRays(scheduler, rays, o.query, r.first);
+    progress.during("casting " + std::to_string(o.rays) + " rays",
+                    [&] { backend->castRays(scheduler, rays, o.query, r.first); });
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     for (const RayHit& h : r.first) r.hits += h.hit();
   }

@@ -37,9 +37,8 @@ int commandStress(const Options& o) {
   Progress live(
       std::string("stress ") + info.name + " " + bp::sceneName(o.scene) + " n=" + std::to_string(n),
       o.quiet, 0.0);
-  live.update(0, "building");
   const auto buildStart = Clock::now();
-  backend->build(scene, scheduler);
+  live.during("building", [&] { backend->build(scene, scheduler); });
   const double buildMs = secondsSince(buildStart) * 1e3;
   const double rssStart = currentRssMib();
 
