@@ -10,8 +10,6 @@
 // Single-threaded: Bullet's broadphases are serial.
 #include "backend.h"
 
-#include <broadphase/error.h>
-
 #include <btBulletCollisionCommon.h>
 
 #include <algorithm>
@@ -73,12 +71,28 @@ class BulletBackend : public Backend {
     }
   }
 
-  void castRays(Scheduler&, std::span<const Ray>, RayQuery, std::span<RayHit>) override {
-    bp::throwError(bp::ErrorCode::invalidArgument, "Bullet backends measure pairs only");
+  // Rays through the broadphase's rayTest, as btCollisionWorld::rayTest
+  // drives it: Bullet reports every proxy whose (fat) box the whole ray
+  // crosses (the dbvt does not clip the ray as hits are found); the callback
+  // runs the oracle's exact slab test and keeps the closest by hitBefore().
+  void castRays(Scheduler&, std::span<const Ray> rays, RayQuery, std::span<RayHit> out) override {
+    for (size_t i = 0; i < rays.size(); ++i) {
+      RayCollector c(rays[i], boxes_, nullptr);
+      broadphase_->rayTest(c.from, c.to, c);
+      out[i] = c.best;
+    }
   }
-  void castRaysAll(Scheduler&, std::span<const Ray>, std::vector<RayHit>&,
-                   std::vector<uint32_t>&) override {
-    bp::throwError(bp::ErrorCode::invalidArgument, "Bullet backends measure pairs only");
+  void castRaysAll(Scheduler&, std::span<const Ray> rays, std::vector<RayHit>& out,
+                   std::vector<uint32_t>& offsets) override {
+    out.clear();
+    offsets.assign(1, 0);
+    for (const Ray& ray : rays) {
+      const size_t before = out.size();
+      RayCollector c(ray, boxes_, &out);
+      broadphase_->rayTest(c.from, c.to, c);
+      std::sort(out.begin() + before, out.end(), bp::hitBefore);
+      offsets.push_back(static_cast<uint32_t>(out.size()));
+    }
   }
 
  protected:
@@ -86,6 +100,36 @@ class BulletBackend : public Backend {
                                                                 btOverlappingPairCache* cache) = 0;
 
  private:
+  struct RayCollector final : btBroadphaseRayCallback {
+    RayCollector(const Ray& r, const std::vector<Aabb>& b, std::vector<RayHit>* a)
+        : ray(r), boxes(b), all(a) {
+      from = toBt(r.origin);
+      to = toBt(r.origin + r.direction * r.maxT);
+      for (int k = 0; k < 3; ++k) {
+        const float d = r.direction[k];
+        m_rayDirectionInverse[k] = d == 0.0f ? btScalar(BT_LARGE_FLOAT) : 1.0f / d;
+        m_signs[k] = m_rayDirectionInverse[k] < 0.0f;
+      }
+      m_lambda_max = r.maxT;
+    }
+    bool process(const btBroadphaseProxy* proxy) override {
+      const uint32_t id = idOf(proxy);
+      float t;
+      if (!bp::intersectRayAabb(ray, boxes[id], t)) return true;
+      const RayHit h{id, t};
+      if (all)
+        all->push_back(h);
+      else if (!best.hit() || bp::hitBefore(h, best))
+        best = h;
+      return true;
+    }
+    const Ray& ray;
+    const std::vector<Aabb>& boxes;
+    std::vector<RayHit>* all;
+    RayHit best;
+    btVector3 from, to;
+  };
+
   static uint32_t idOf(const btBroadphaseProxy* p) {
     return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p->m_clientObject));
   }

@@ -1,6 +1,7 @@
 #include "child.h"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,16 @@ bool writeAll(int fd, const char* p, size_t n) {
 }
 
 }  // namespace
+
+void* mapDontFork(size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  ::madvise(p, bytes, MADV_DONTFORK);
+  return p;
+}
+
+void unmapDontFork(void* p, size_t bytes) { ::munmap(p, bytes ? bytes : 1); }
 
 Bytes runIsolated(const std::function<void(Bytes&)>& work, bool fork) {
   Bytes out;

@@ -16,6 +16,28 @@
 
 namespace bpbench {
 
+// Anonymous pages the forked children do not inherit (mmap + MADV_DONTFORK).
+void* mapDontFork(size_t bytes);
+void unmapDontFork(void* p, size_t bytes);
+
+// An allocator whose memory is not inherited by forked children
+// (MADV_DONTFORK): the parent keeps large results of earlier backends (the
+// hits of a million rays) in it, so that they do not count in the resident
+// set, and so in the peak memory, of the children measured after them.
+template <class T>
+struct DontForkAllocator {
+  using value_type = T;
+  DontForkAllocator() = default;
+  template <class U>
+  DontForkAllocator(const DontForkAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(mapDontFork(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { unmapDontFork(p, n * sizeof(T)); }
+  friend bool operator==(const DontForkAllocator&, const DontForkAllocator&) { return true; }
+};
+
+template <class T>
+using ParentVector = std::vector<T, DontForkAllocator<T>>;
+
 // Little byte buffer for the result of a child.
 class Bytes {
  public:
@@ -24,8 +46,8 @@ class Bytes {
     const auto* p = reinterpret_cast<const char*>(&v);
     data_.insert(data_.end(), p, p + sizeof(T));
   }
-  template <class T>
-  void putVector(const std::vector<T>& v) {
+  template <class T, class Alloc>
+  void putVector(const std::vector<T, Alloc>& v) {
     put<uint64_t>(v.size());
     const auto* p = reinterpret_cast<const char*>(v.data());
     data_.insert(data_.end(), p, p + v.size() * sizeof(T));
@@ -42,11 +64,11 @@ class Bytes {
     pos_ += sizeof(T);
     return v;
   }
-  template <class T>
-  std::vector<T> getVector() {
+  template <class T, class Alloc = std::allocator<T>>
+  std::vector<T, Alloc> getVector() {
     const auto n = get<uint64_t>();
     need(n * sizeof(T));
-    std::vector<T> v(n);
+    std::vector<T, Alloc> v(n);
     if (n) std::memcpy(v.data(), data_.data() + pos_, n * sizeof(T));
     pos_ += n * sizeof(T);
     return v;

@@ -23,9 +23,10 @@ struct RaysResult {
   int threads = 1;
   double buildMs = 0, seconds = 0, peakMib = 0;
   uint64_t hits = 0;
-  std::vector<RayHit> first;     // closest / any: one per ray
-  std::vector<uint32_t> counts;  // all: hits per ray
-  std::vector<uint64_t> digest;  // all: FNV-1a of each ray's sorted (proxy, t bits)
+  // Kept by the parent across later forks: not inherited (see child.h).
+  ParentVector<RayHit> first;     // closest / any: one per ray
+  ParentVector<uint32_t> counts;  // all: hits per ray
+  ParentVector<uint64_t> digest;  // all: FNV-1a of each ray's sorted (proxy, t bits)
 };
 
 uint64_t digestHits(std::span<const RayHit> hits) {
@@ -95,9 +96,9 @@ RaysResult run(const BackendInfo& info, const Options& o, uint32_t n, int thread
   r.seconds = b.get<double>();
   r.peakMib = b.get<double>();
   r.hits = b.get<uint64_t>();
-  r.first = b.getVector<RayHit>();
-  r.counts = b.getVector<uint32_t>();
-  r.digest = b.getVector<uint64_t>();
+  r.first = b.getVector<RayHit, DontForkAllocator<RayHit>>();
+  r.counts = b.getVector<uint32_t, DontForkAllocator<uint32_t>>();
+  r.digest = b.getVector<uint64_t, DontForkAllocator<uint64_t>>();
   return r;
 }
 
