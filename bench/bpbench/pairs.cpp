@@ -247,6 +247,8 @@ int commandPairs(const Options& o) {
   if (!o.plot.empty()) {
     PlotSpec p;
     p.title = std::string("bpbench pairs: scene ") + bp::sceneName(o.scene);
+    p.subtitle = std::to_string(o.frames) + " frames, seed " + std::to_string(o.seed) +
+                 ", median of frames 2.." + std::to_string(o.frames) + "; peers on one thread";
     p.xLabel = byThreads ? "threads" : "N (boxes)";
     p.yLabel = "median ms per frame";
     p.logX = !byThreads;

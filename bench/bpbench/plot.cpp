@@ -83,7 +83,7 @@ Axis makeAxis(std::vector<double> values, bool log, bool integerTicks) {
     }
     return ax;
   }
-  if (lo > 0) lo = 0;
+  if (lo > 0 && !integerTicks) lo = 0;  // thread counts start at the first one
   if (hi <= lo) hi = lo + 1;
   const double rough = (hi - lo) / 6;
   const double mag = std::pow(10.0, std::floor(std::log10(rough)));
@@ -103,7 +103,7 @@ Axis makeAxis(std::vector<double> values, bool log, bool integerTicks) {
 }  // namespace
 
 std::string renderSvg(const PlotSpec& spec) {
-  const double W = 760, H = 480, left = 80, right = 190, top = 50, bottom = 60;
+  const double W = 760, H = 490, left = 80, right = 190, top = 60, bottom = 60;
   const double pw = W - left - right, ph = H - top - bottom;
   std::vector<double> xs, ys;
   for (const PlotSeries& s : spec.series)
@@ -119,7 +119,9 @@ std::string renderSvg(const PlotSpec& spec) {
     << "\" viewBox=\"0 0 " << W << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     << "<text x=\"" << num(left + pw / 2) << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">"
-    << escape(spec.title) << "</text>\n";
+    << escape(spec.title) << "</text>\n"
+    << "<text x=\"" << num(left + pw / 2) << "\" y=\"44\" text-anchor=\"middle\" fill=\"#555\">"
+    << escape(spec.subtitle) << "</text>\n";
   // Grid and ticks.
   for (double t : ax.ticks) {
     const double x = px(t);
@@ -144,23 +146,26 @@ std::string renderSvg(const PlotSpec& spec) {
     << ") rotate(-90)\" text-anchor=\"middle\">" << escape(spec.yLabel)
     << (spec.logY ? " (log)" : "") << "</text>\n";
   // Series.
+  size_t colourIndex = 0;
   for (size_t i = 0; i < spec.series.size(); ++i) {
     const PlotSeries& s = spec.series[i];
-    const char* colour = kColours[i % std::size(kColours)];
+    if (i > 0 && !s.dashed) ++colourIndex;
+    const char* colour = kColours[colourIndex % std::size(kColours)];
+    const char* dash = s.dashed ? "\" stroke-dasharray=\"6 4" : "";
     std::vector<std::pair<double, double>> pts = s.points;
     std::sort(pts.begin(), pts.end());
     o << "<g><title>" << escape(s.name) << "</title>\n<polyline fill=\"none\" stroke=\"" << colour
-      << "\" stroke-width=\"2\" points=\"";
+      << dash << "\" stroke-width=\"2\" points=\"";
     for (auto [x, y] : pts) o << num(px(x)) << "," << num(py(y)) << " ";
     o << "\"/>\n";
-    for (auto [x, y] : pts)
+    for (auto [x, y] : s.dashed ? decltype(pts){} : pts)
       o << "<circle cx=\"" << num(px(x)) << "\" cy=\"" << num(py(y)) << "\" r=\"4\" fill=\""
         << colour << "\"><title>" << escape(s.name) << ": " << tickLabel(x) << ", " << y
         << "</title></circle>\n";
     o << "</g>\n";
     const double ly = top + 14 + 20 * double(i);
     o << "<line x1=\"" << num(left + pw + 16) << "\" y1=\"" << num(ly) << "\" x2=\""
-      << num(left + pw + 40) << "\" y2=\"" << num(ly) << "\" stroke=\"" << colour
+      << num(left + pw + 40) << "\" y2=\"" << num(ly) << "\" stroke=\"" << colour << dash
       << "\" stroke-width=\"2\"/>\n"
       << "<text x=\"" << num(left + pw + 46) << "\" y=\"" << num(ly + 4) << "\">" << escape(s.name)
       << "</text>\n";

@@ -10,10 +10,11 @@ namespace bpbench {
 struct PlotSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y)
+  bool dashed = false;  // drawn dashed in the colour of the series before it
 };
 
 struct PlotSpec {
-  std::string title, xLabel, yLabel;
+  std::string title, subtitle, xLabel, yLabel;
   bool logX = false, logY = false;
   std::vector<PlotSeries> series;
 };

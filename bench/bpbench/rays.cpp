@@ -238,6 +238,7 @@ int commandRays(const Options& o) {
   if (!o.plot.empty()) {
     PlotSpec p;
     p.title = std::string("bpbench rays: ") + queryName(o.query) + " hit, scene uniform";
+    p.subtitle = std::to_string(o.rays) + " rays of length L/4; peers on one thread";
     p.xLabel = "N (boxes)";
     p.yLabel = "Mrays/s";
     p.logX = true;

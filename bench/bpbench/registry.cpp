@@ -23,7 +23,8 @@ std::array<BackendInfo, 7> makeTable() {
   return {{
       {"brute", "the oracle (brute_force.h): all pairs O(N^2) on one thread; rays over threads",
        kPairs | kRays | kChurn | kThreadedRays, &makeBrute, "", 50000},
-      {"bullet-dbvt", "Bullet 3 btDbvtBroadphase + btHashedOverlappingPairCache (rays: rayTest), one thread",
+      {"bullet-dbvt",
+       "Bullet 3 btDbvtBroadphase + btHashedOverlappingPairCache (rays: rayTest), one thread",
        kPairs | kRays | kChurn, dbvt, "Bullet (pkg-config bullet) not found at configure time", 0},
       {"bullet-sap", "Bullet 3 bt32BitAxisSweep3 (default settings), one thread", kPairs | kChurn,
        sap, "Bullet (pkg-config bullet) not found at configure time", 0},

@@ -14,6 +14,8 @@ int commandScaling(const Options& o) {
   PlotSpec plot;
   plot.title = std::string("bpbench scaling: scene ") + bp::sceneName(o.scene) +
                ", N = " + std::to_string(o.ns[0]);
+  plot.subtitle = std::to_string(o.frames) + " frames, median of frames 2.." +
+                  std::to_string(o.frames) + "; dashed: ideal (first / threads)";
   plot.xLabel = "threads";
   plot.yLabel = "median ms per frame";
   plot.logY = true;
@@ -21,7 +23,7 @@ int commandScaling(const Options& o) {
   int rc = 0;
   for (const BackendInfo* b : o.backends) {
     if (!(b->caps & kThreadedPairs)) serialPeer = true;
-    PlotSeries series{b->name, {}}, ideal{std::string(b->name) + " (ideal)", {}};
+    PlotSeries series{b->name, {}}, ideal{std::string(b->name) + " ideal", {}, true};
     double baseMs = 0;
     int baseThreads = 0;
     for (int t : o.threads) {
@@ -60,7 +62,7 @@ int commandScaling(const Options& o) {
     }
     if (!series.points.empty()) {
       plot.series.push_back(series);
-      plot.series.push_back(ideal);
+      if (b->caps & kThreadedPairs) plot.series.push_back(ideal);
     }
   }
   // Identical pairs at every thread count: the determinism promise.
