@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <numeric>
 
@@ -21,6 +22,13 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Ctrl-C ends the run early but still prints the summary; a second one kills.
+volatile std::sig_atomic_t interrupted = 0;
+extern "C" void onInterrupt(int) {
+  interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);
 }
 
 }  // namespace
@@ -61,10 +69,11 @@ int commandStress(const Options& o) {
   std::vector<Pair> pairs;
   double lastMs = 0;
   const auto loopStart = Clock::now();
+  std::signal(SIGINT, onInterrupt);
   for (;;) {
     const double elapsed = secondsSince(start);
     // Stop before a frame that would end past the deadline (at least one).
-    if (!frameMs.empty() && elapsed + lastMs / 1e3 > o.seconds) break;
+    if (!frameMs.empty() && (elapsed + lastMs / 1e3 > o.seconds || interrupted)) break;
 
     scene.step();
     for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];
@@ -93,6 +102,8 @@ int commandStress(const Options& o) {
     live.update(secondsSince(start) / o.seconds, text);
   }
   live.finish();
+  std::signal(SIGINT, SIG_DFL);
+  if (interrupted) std::fprintf(stderr, "bpbench stress: interrupted, summary so far:\n");
   const double total = secondsSince(start);
   const double rssPeak = peakRssMib();
 
@@ -156,8 +167,8 @@ int commandStress(const Options& o) {
              {"pairs_min", "pairs min"},
              {"pairs_mean", "mean"},
              {"pairs_max", "max"},
-             {"rss_start_mib", "RSS start"},
-             {"rss_end_mib", "end"},
+             {"rss_start_mib", "RSS start MiB"},
+             {"rss_end_mib", "end MiB"},
              {"rss_peak_mib", "peak MiB"},
              {"memory", "memory"},
              {"exact", "exact"}},
