@@ -25,7 +25,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"n", "rays", "query", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
       "!no-fork"}},
     {"stress",
-     {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "!quiet"}},
+     {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
     {"scaling",
      {"scene", "n", "frames", "threads", "backend", "seed", "format", "plot", "!quiet",
       "!no-fork"}},
@@ -175,14 +175,14 @@ commands:
   rays     --n N[,N...] --rays R [--query closest|any|all] [--threads T] [--backend B,...]
            [--check]                       Mrays/s against scene uniform, frame 0
   stress   [--n N] [--seconds S] [--threads T] [--backend B] [--churn PCT] [--scene S]
-                                           a long run with motion and churn; flat memory?
+           [--plot F.svg]                  a long run with motion and churn; flat memory?
   scaling  --scene S --n N --threads 1,2,4 [--backend B] [--frames F]
                                            speed-up and parallel efficiency per thread count
   list                                     the backends and whether they are built
 
 common options:
   --format table|csv|json   output (json: one object per line)
-  --plot FILE.svg           write a chart (ms/frame against N, or against threads)
+  --plot FILE.svg           write a chart (ms/frame against N or threads; stress: against time)
   --quiet                   no progress on stderr
   --no-fork                 run backends in this process (peak memory is then shared)
 

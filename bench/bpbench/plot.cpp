@@ -150,6 +150,7 @@ std::string renderSvg(const PlotSpec& spec) {
   for (size_t i = 0; i < spec.series.size(); ++i) {
     const PlotSeries& s = spec.series[i];
     if (i > 0 && !s.dashed) ++colourIndex;
+    if (s.colour >= 0) colourIndex = static_cast<size_t>(s.colour);
     const char* colour = kColours[colourIndex % std::size(kColours)];
     const char* dash = s.dashed ? "\" stroke-dasharray=\"6 4" : "";
     std::vector<std::pair<double, double>> pts = s.points;
@@ -158,7 +159,8 @@ std::string renderSvg(const PlotSpec& spec) {
       << dash << "\" stroke-width=\"2\" points=\"";
     for (auto [x, y] : pts) o << num(px(x)) << "," << num(py(y)) << " ";
     o << "\"/>\n";
-    for (auto [x, y] : s.dashed ? decltype(pts){} : pts)
+    // Markers, unless dashed or too many to tell apart.
+    for (auto [x, y] : s.dashed || pts.size() > 200 ? decltype(pts){} : pts)
       o << "<circle cx=\"" << num(px(x)) << "\" cy=\"" << num(py(y)) << "\" r=\"4\" fill=\""
         << colour << "\"><title>" << escape(s.name) << ": " << tickLabel(x) << ", " << y
         << "</title></circle>\n";

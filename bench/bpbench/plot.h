@@ -10,7 +10,8 @@ namespace bpbench {
 struct PlotSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y)
-  bool dashed = false;  // drawn dashed in the colour of the series before it
+  bool dashed = false;  // drawn dashed, in the colour of the series before it
+  int colour = -1;      // palette index; -1: the next colour (or the previous, if dashed)
 };
 
 struct PlotSpec {

@@ -3,6 +3,7 @@
 // set at the end is compared with the one after the first 10% of the run.
 #include "commands.h"
 #include "memory.h"
+#include "plot.h"
 #include "progress.h"
 #include "stats.h"
 #include "table.h"
@@ -173,6 +174,21 @@ int commandStress(const Options& o) {
              {"memory", "memory"},
              {"exact", "exact"}},
             o.format == Format::table ? notes : std::vector<std::string>{});
+  if (!o.plot.empty()) {
+    PlotSpec p;
+    p.title = std::string("bpbench stress: ") + info.name + ", scene " + bp::sceneName(o.scene) +
+              ", N = " + std::to_string(n);
+    p.subtitle = "churn " + formatFixed(o.churnPercent, 2) + "% per frame; RSS in MiB (dashed)";
+    p.xLabel = "seconds since the first frame";
+    p.yLabel = "ms per frame / RSS MiB";
+    PlotSeries ms{"frame ms", {}}, mem{"RSS MiB", {}, true, 1};
+    for (size_t f = 0; f < frameMs.size(); ++f) {
+      ms.points.push_back({frameAt[f], frameMs[f]});
+      mem.points.push_back({frameAt[f], rss[f]});
+    }
+    p.series = {ms, mem};
+    writeSvg(o.plot, p);
+  }
   int rc = 0;
   if (growing) {
     std::fprintf(stderr,
