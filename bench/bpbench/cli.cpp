@@ -186,6 +186,11 @@ common options:
   --quiet                   no progress on stderr
   --no-fork                 run backends in this process (peak memory is then shared)
 
+defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
+hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
+backends: pairs bullet-dbvt + ours built, rays embree + ours, stress/scaling the first of
+auto, sweep, bvh (else bullet-dbvt). Numbers may be written 100000 or 1e5.
+
 scenes: uniform, clustered, sizes, static, plane
 backends: brute, bullet-dbvt, bullet-sap, embree, bvh, sweep, auto, all (every built one)
 )";
