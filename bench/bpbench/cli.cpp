@@ -1,0 +1,343 @@
+#include "cli.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace bpbench {
+namespace {
+
+const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "list"};
+
+// Options each subcommand accepts (flags without a value are marked "!").
+const std::map<std::string, std::set<std::string>> kAllowed = {
+    {"pairs",
+     {"scene", "n", "frames", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
+      "!no-fork"}},
+    {"rays",
+     {"n", "rays", "query", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
+      "!no-fork"}},
+    {"stress",
+     {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
+    {"scaling",
+     {"scene", "n", "frames", "threads", "backend", "seed", "format", "plot", "!quiet",
+      "!no-fork"}},
+    {"list", {"format", "!quiet"}},
+};
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string s;
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? sep : "") + items[i];
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, ',')) out.push_back(cur);
+  if (!s.empty() && s.back() == ',') out.push_back("");
+  return out;
+}
+
+// A whole number written as digits or in scientific form (1e5, 2.5e4), in
+// [lo, hi]. Anything else names the option and the accepted range.
+uint64_t parseInteger(const std::string& option, const std::string& text, uint64_t lo,
+                      uint64_t hi) {
+  const std::string range =
+      "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (text.empty() ||
+      !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-' || text[0] == '+'))
+    throw UsageError("--" + option + ": '" + text + "' is not a number; expected " + range);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw UsageError("--" + option + ": '" + text + "' is not a number; expected " + range);
+  if (v != std::floor(v))
+    throw UsageError("--" + option + ": '" + text + "' is not a whole number; expected " + range);
+  if (v < double(lo) || v > double(hi))
+    throw UsageError("--" + option + ": " + text + " is out of range; expected " + range);
+  return static_cast<uint64_t>(v);
+}
+
+double parseReal(const std::string& option, const std::string& text, double lo, double hi,
+                 bool loOpen) {
+  std::ostringstream r;
+  r << "a number in " << (loOpen ? "(" : "[") << lo << ", " << hi << "]";
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw UsageError("--" + option + ": '" + text + "' is not a number; expected " + r.str());
+  if (v < lo || (loOpen && v == lo) || v > hi)
+    throw UsageError("--" + option + ": " + text + " is out of range; expected " + r.str());
+  return v;
+}
+
+std::vector<std::string> backendNames() {
+  std::vector<std::string> names;
+  for (const BackendInfo& b : allBackends()) names.push_back(b.name);
+  return names;
+}
+
+bool builtAndCapable(const BackendInfo& b, unsigned need) {
+  return b.make && (b.caps & need) == need;
+}
+
+unsigned needFor(const Options& o) {
+  if (o.command == "rays") {
+    return o.query == RayQuery::closest ? kRaysClosest
+           : o.query == RayQuery::any   ? kRaysAny
+                                        : kRaysAll;
+  }
+  if (o.command == "stress") return kPairs | kChurn;
+  return kPairs;
+}
+
+void pickDefaultBackends(Options& o) {
+  const unsigned need = needFor(o);
+  std::vector<std::string> order;
+  if (o.command == "pairs") order = {"bullet-dbvt", "bvh", "sweep", "auto"};
+  if (o.command == "rays") order = {"embree", "bvh", "sweep", "auto"};
+  if (o.command == "stress" || o.command == "scaling") order = {"auto", "sweep", "bvh"};
+  for (const std::string& name : order) {
+    const BackendInfo* b = findBackend(name);
+    if (b && builtAndCapable(*b, need)) {
+      o.backends.push_back(b);
+      if (o.command == "stress" || o.command == "scaling") break;
+    }
+  }
+  if (o.backends.empty() && (o.command == "stress" || o.command == "scaling")) {
+    const BackendInfo* b = findBackend("bullet-dbvt");
+    if (b && builtAndCapable(*b, need)) o.backends.push_back(b);
+  }
+  if (o.backends.empty()) o.backends.push_back(findBackend("brute"));
+}
+
+void parseBackends(Options& o, const std::string& text) {
+  const unsigned need = needFor(o);
+  for (const std::string& name : split(text)) {
+    if (name == "all") {
+      for (const BackendInfo& b : allBackends())
+        if (builtAndCapable(b, need)) o.backends.push_back(&b);
+      continue;
+    }
+    const BackendInfo* b = findBackend(name);
+    if (!b)
+      throw UsageError("--backend: unknown backend '" + name + "'; valid: " + join(backendNames()) +
+                       ", all");
+    if (!b->make)
+      throw UsageError("--backend: '" + name + "' is not built in this binary: " + b->missing +
+                       " (see `bpbench list`)");
+    if ((b->caps & need) != need) {
+      std::string what = o.command == "rays"     ? std::string("--query ") + queryName(o.query)
+                         : o.command == "stress" ? "pairs with churn"
+                                                 : "pairs";
+      throw UsageError("--backend: '" + name + "' does not support " + what + " (" +
+                       b->description + ")");
+    }
+    if (std::find(o.backends.begin(), o.backends.end(), b) != o.backends.end())
+      throw UsageError("--backend: '" + name + "' is listed twice");
+    o.backends.push_back(b);
+  }
+  if (o.backends.empty()) throw UsageError("--backend: no backend in '" + text + "'");
+  if (o.command == "stress" && o.backends.size() > 1)
+    throw UsageError("--backend: stress runs one backend, got '" + text + "'");
+}
+
+}  // namespace
+
+const char* queryName(RayQuery q) {
+  return q == RayQuery::closest ? "closest" : q == RayQuery::any ? "any" : "all";
+}
+
+int resolveThreads(int requested) {
+  if (requested > 0) return requested;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string usage() {
+  return R"(usage: bpbench <command> [options]
+
+commands:
+  pairs    --scene S --n N[,N...] [--frames F] [--threads T[,T...]] [--backend B,...]
+           [--seed K] [--check]            median/p99 ms per frame, pairs, hash, peak MiB
+  rays     --n N[,N...] --rays R [--query closest|any|all] [--threads T] [--backend B,...]
+           [--check]                       Mrays/s against scene uniform, frame 0
+  stress   [--n N] [--seconds S] [--threads T] [--backend B] [--churn PCT] [--scene S]
+           [--plot F.svg]                  a long run with motion and churn; flat memory?
+  scaling  --scene S --n N --threads 1,2,4 [--backend B] [--frames F]
+                                           speed-up and parallel efficiency per thread count
+  list                                     the backends and whether they are built
+
+common options:
+  --format table|csv|json   output (json: one object per line)
+  --plot FILE.svg           write a chart (ms/frame against N or threads; stress: against time)
+  --quiet                   no progress on stderr
+  --no-fork                 run backends in this process (peak memory is then shared)
+
+defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
+hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
+backends: pairs bullet-dbvt + ours built, rays embree + ours, stress/scaling the first of
+auto, sweep, bvh (else bullet-dbvt). Numbers may be written 100000 or 1e5.
+
+scenes: uniform, clustered, sizes, static, plane
+backends: brute, bullet-dbvt, bullet-sap, embree, bvh, sweep, auto, all (every built one)
+)";
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  if (argc < 1) throw UsageError("missing command; valid: pairs, rays, stress, scaling, list");
+  o.command = argv[0];
+  if (o.command == "-h" || o.command == "--help" || o.command == "help") {
+    o.command = "help";
+    return o;
+  }
+  if (!kAllowed.count(o.command)) {
+    std::vector<std::string> cmds(std::begin(kCommands), std::end(kCommands));
+    throw UsageError("unknown command '" + o.command + "'; valid: " + join(cmds));
+  }
+  const std::set<std::string>& allowed = kAllowed.at(o.command);
+
+  std::map<std::string, std::string> values;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      o.command = "help";
+      return o;
+    }
+    if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "'");
+    std::string key = arg.substr(2), value;
+    const size_t eq = key.find('=');
+    bool hasValue = false;
+    if (eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+      hasValue = true;
+    }
+    const bool isFlag = allowed.count("!" + key) != 0;
+    if (!isFlag && !allowed.count(key)) {
+      std::vector<std::string> names;
+      for (const std::string& a : allowed) names.push_back("--" + (a[0] == '!' ? a.substr(1) : a));
+      throw UsageError("unknown option '--" + key + "' for '" + o.command +
+                       "'; valid: " + join(names));
+    }
+    if (isFlag) {
+      if (hasValue) throw UsageError("--" + key + " takes no value");
+      values[key] = "1";
+      continue;
+    }
+    if (!hasValue) {
+      if (i + 1 >= argc) throw UsageError("--" + key + " needs a value");
+      value = argv[++i];
+    }
+    if (values.count(key)) throw UsageError("--" + key + " given twice");
+    values[key] = value;
+  }
+
+  auto has = [&](const char* k) { return values.count(k) != 0; };
+  if (has("format")) {
+    const std::string& f = values["format"];
+    if (f == "table")
+      o.format = Format::table;
+    else if (f == "csv")
+      o.format = Format::csv;
+    else if (f == "json")
+      o.format = Format::json;
+    else
+      throw UsageError("--format: unknown format '" + f + "'; valid: table, csv, json");
+  }
+  if (o.command == "list") return o;
+
+  if (has("scene")) {
+    auto s = bp::parseScene(values["scene"]);
+    if (!s)
+      throw UsageError("--scene: unknown scene '" + values["scene"] +
+                       "'; valid: uniform, clustered, sizes, static, plane");
+    o.scene = *s;
+  }
+  const uint32_t defaultN = o.command == "stress" ? 100000 : 10000;
+  if (has("n")) {
+    for (const std::string& t : split(values["n"]))
+      o.ns.push_back(static_cast<uint32_t>(parseInteger("n", t, 1, 100000000)));
+    if (o.command == "stress" && o.ns.size() > 1)
+      throw UsageError("--n: stress takes one value, got '" + values["n"] + "'");
+  } else {
+    o.ns.push_back(defaultN);
+  }
+  if (has("frames"))
+    o.frames = static_cast<uint32_t>(parseInteger("frames", values["frames"], 1, 1000000));
+  if (has("threads")) {
+    for (const std::string& t : split(values["threads"]))
+      o.threads.push_back(static_cast<int>(parseInteger("threads", t, 0, 1024)));
+    if (o.command == "stress" && o.threads.size() > 1)
+      throw UsageError("--threads: stress takes one value, got '" + values["threads"] + "'");
+  } else {
+    o.threads.push_back(o.command == "scaling" ? -1 : 0);
+  }
+  if (o.command == "scaling" && o.threads[0] == -1) {
+    // Default: 1, 2, 4, ... up to the hardware threads.
+    o.threads.clear();
+    const int hw = resolveThreads(0);
+    for (int t = 1; t < hw; t *= 2) o.threads.push_back(t);
+    o.threads.push_back(hw);
+  }
+  if (has("seed")) o.seed = parseInteger("seed", values["seed"], 0, UINT64_MAX >> 11);
+  o.check = has("check");
+  o.quiet = has("quiet");
+  o.noFork = has("no-fork");
+  if (has("rays"))
+    o.rays = static_cast<uint32_t>(parseInteger("rays", values["rays"], 1, 100000000));
+  if (has("query")) {
+    const std::string& q = values["query"];
+    if (q == "closest")
+      o.query = RayQuery::closest;
+    else if (q == "any")
+      o.query = RayQuery::any;
+    else if (q == "all")
+      o.query = RayQuery::all;
+    else
+      throw UsageError("--query: unknown query '" + q + "'; valid: closest, any, all");
+  }
+  if (has("seconds")) o.seconds = parseReal("seconds", values["seconds"], 0, 86400, true);
+  if (has("churn")) o.churnPercent = parseReal("churn", values["churn"], 0, 100, false);
+  if (has("plot")) {
+    o.plot = values["plot"];
+    if (o.plot.empty()) throw UsageError("--plot: needs a file name ending in .svg");
+  }
+
+  if (has("backend"))
+    parseBackends(o, values["backend"]);
+  else
+    pickDefaultBackends(o);
+
+  // Scene-size limits of each backend (the oracle is O(N^2)).
+  for (const BackendInfo* b : o.backends) {
+    for (uint32_t n : o.ns) {
+      if (b->maxN && n > b->maxN)
+        throw UsageError("--n: backend '" + std::string(b->name) +
+                         "' refuses N = " + std::to_string(n) + " (limit " +
+                         std::to_string(b->maxN) + ": it tests every pair, O(N^2))");
+      if (o.command == "rays" && std::string(b->name) == "brute" &&
+          double(n) * double(o.rays) > 2e10)
+        throw UsageError("--rays: backend 'brute' refuses N x rays = " + std::to_string(n) + " x " +
+                         std::to_string(o.rays) + " (limit 2e10 ray-box tests); use fewer --rays");
+    }
+  }
+  if (o.command == "scaling" && o.ns.size() > 1)
+    throw UsageError("--n: scaling takes one value, got several");
+  return o;
+}
+
+}  // namespace bpbench

@@ -1,0 +1,48 @@
+// Command line: subcommands, options, validation. Every bad argument throws
+// UsageError, which main() turns into a message on stderr and exit code 2.
+#pragma once
+
+#include "backend.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace bpbench {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Format { table, csv, json };
+
+struct Options {
+  std::string command;  // pairs, rays, stress, scaling, list
+  bp::SceneKind scene = bp::SceneKind::uniform;
+  std::vector<uint32_t> ns;  // one row group per N
+  uint32_t frames = 30;
+  std::vector<int> threads;  // 0: every hardware thread
+  std::vector<const BackendInfo*> backends;
+  uint64_t seed = 1;
+  bool check = false;
+  uint32_t rays = 1000000;
+  RayQuery query = RayQuery::closest;
+  double seconds = 30;
+  double churnPercent = 1;
+  Format format = Format::table;
+  std::string plot;  // SVG path, empty: none
+  bool quiet = false;
+  bool noFork = false;
+};
+
+// Parses argv (without the program name). Throws UsageError.
+Options parseArgs(int argc, char** argv);
+
+std::string usage();
+
+// Hardware threads available to this process (affinity mask), resolving 0.
+int resolveThreads(int requested);
+
+const char* queryName(RayQuery q);
+
+}  // namespace bpbench

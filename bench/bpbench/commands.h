@@ -1,0 +1,14 @@
+// The subcommands; each returns the process exit code.
+#pragma once
+
+#include "cli.h"
+
+namespace bpbench {
+
+int commandPairs(const Options& options);    // pairs.cpp
+int commandRays(const Options& options);     // rays.cpp
+int commandStress(const Options& options);   // stress.cpp
+int commandScaling(const Options& options);  // scaling.cpp
+int commandList(const Options& options);     // main.cpp
+
+}  // namespace bpbench

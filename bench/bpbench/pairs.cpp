@@ -1,0 +1,273 @@
+#include "pairs.h"
+
+#include "commands.h"
+
+#include "child.h"
+#include "memory.h"
+#include "plot.h"
+#include "progress.h"
+#include "stats.h"
+#include "table.h"
+
+#include <broadphase/brute_force.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace bpbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The first few differences between two sorted pair lists.
+std::string describeDifference(const std::vector<Pair>& expected, const std::vector<Pair>& actual) {
+  std::ostringstream s;
+  s << "expected " << expected.size() << " pairs, got " << actual.size();
+  size_t i = 0, j = 0;
+  int shown = 0;
+  while ((i < expected.size() || j < actual.size()) && shown < 5) {
+    if (j == actual.size() || (i < expected.size() && expected[i] < actual[j])) {
+      s << "; missing (" << expected[i].a << ", " << expected[i].b << ")";
+      ++i, ++shown;
+    } else if (i == expected.size() || actual[j] < expected[i]) {
+      s << "; extra (" << actual[j].a << ", " << actual[j].b << ")";
+      ++j, ++shown;
+    } else {
+      ++i, ++j;
+    }
+  }
+  return s.str();
+}
+
+void measure(const PairsSpec& spec, Bytes& out) {
+  PairsResult r;
+  r.baseMib = currentRssMib();
+  Scheduler scheduler(spec.threads);
+  r.threads = (spec.backend->caps & kThreadedPairs) ? scheduler.threadCount() : 1;
+  bp::Scene scene = bp::makeScene(spec.scene, spec.n, spec.seed);
+  std::unique_ptr<Backend> backend = spec.backend->make();
+
+  std::vector<uint32_t> moving;
+  for (uint32_t i = 0; i < scene.n; ++i)
+    if (!scene.isStatic[i]) moving.push_back(i);
+  std::vector<Aabb> moved(moving.size());
+  std::vector<Pair> pairs;
+  const bool bruteCheck =
+      spec.check && spec.n <= kBruteCheckLimit && std::string(spec.backend->name) != "brute";
+
+  Progress progress(std::string("pairs ") + spec.backend->name + " " + bp::sceneName(spec.scene) +
+                        " n=" + std::to_string(spec.n),
+                    spec.quiet);
+  const auto t0 = Clock::now();
+  progress.during("building", [&] { backend->build(scene, scheduler); });
+  r.buildMs = msSince(t0);
+  for (uint32_t f = 1; f <= spec.frames; ++f) {
+    scene.step();
+    for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];
+
+    const auto start = Clock::now();
+    backend->move(moving, moved, scheduler);
+    backend->findPairs(scheduler, pairs);
+    const double ms = msSince(start);
+
+    r.frameMs.push_back(ms);
+    r.frameCounts.push_back(pairs.size());
+    r.frameHashes.push_back(bp::hashPairs(pairs));
+    if (bruteCheck && r.checkError.empty()) {
+      const std::vector<Pair> expected = bp::brute::findPairs(scene.boxes, scene.isStatic);
+      ++r.bruteChecked;
+      if (expected != pairs)
+        r.checkError = "frame " + std::to_string(f) + ": " + describeDifference(expected, pairs);
+    }
+    char text[128];
+    std::snprintf(text, sizeof text, "frame %u/%u  %.2f ms  %zu pairs", f, spec.frames, ms,
+                  pairs.size());
+    progress.update(double(f) / spec.frames, text);
+  }
+  progress.finish();
+
+  std::vector<double> timed(r.frameMs.begin() + (r.frameMs.size() > 1 ? 1 : 0), r.frameMs.end());
+  r.medianMs = median(timed);
+  r.p99Ms = percentile(timed, 99);
+  r.maxMs = percentile(timed, 100);
+  double sum = 0;
+  for (double v : timed) sum += v;
+  r.meanMs = sum / double(timed.size());
+  r.pairs = r.frameCounts.back();
+  r.hash = r.frameHashes.back();
+  r.structMib = double(backend->memoryBytes()) / (1024.0 * 1024.0);
+  r.peakMib = peakRssMib();
+
+  out.put(r.threads);
+  for (double v :
+       {r.buildMs, r.medianMs, r.p99Ms, r.meanMs, r.maxMs, r.baseMib, r.peakMib, r.structMib})
+    out.put(v);
+  out.put(r.pairs);
+  out.put(r.hash);
+  out.putVector(r.frameMs);
+  out.putVector(r.frameCounts);
+  out.putVector(r.frameHashes);
+  out.put(r.bruteChecked);
+  out.putString(r.checkError);
+}
+
+}  // namespace
+
+PairsResult runPairs(const PairsSpec& spec) {
+  Bytes b = runIsolated([&](Bytes& out) { measure(spec, out); }, !spec.noFork);
+  PairsResult r;
+  r.threads = b.get<int>();
+  for (double* v : {&r.buildMs, &r.medianMs, &r.p99Ms, &r.meanMs, &r.maxMs, &r.baseMib, &r.peakMib,
+                    &r.structMib})
+    *v = b.get<double>();
+  r.pairs = b.get<uint64_t>();
+  r.hash = b.get<uint64_t>();
+  r.frameMs = b.getVector<double>();
+  r.frameCounts = b.getVector<uint64_t>();
+  r.frameHashes = b.getVector<uint64_t>();
+  r.bruteChecked = b.get<uint32_t>();
+  r.checkError = b.getString();
+  return r;
+}
+
+int commandPairs(const Options& o) {
+  std::vector<Row> rows;
+  std::vector<std::string> failures;
+  std::vector<PlotSeries> series;
+  bool anySerial = false;
+  const bool byThreads = o.ns.size() == 1 && o.threads.size() > 1;
+  std::map<std::string, size_t> seriesOf;
+
+  for (uint32_t n : o.ns) {
+    for (int threads : o.threads) {
+      double firstMedian = 0;
+      std::string firstName;
+      const PairsResult* reference = nullptr;
+      std::vector<PairsResult> results;
+      results.reserve(o.backends.size());
+      for (const BackendInfo* b : o.backends) {
+        PairsSpec spec{b, o.scene, n, o.seed, o.frames, threads, o.check, o.quiet, o.noFork};
+        PairsResult r;
+        try {
+          r = runPairs(spec);
+        } catch (const std::exception& e) {
+          failures.push_back(std::string(b->name) + " n=" + std::to_string(n) + ": " + e.what());
+          std::fprintf(stderr, "bpbench: backend %s failed: %s\n", b->name, e.what());
+          continue;
+        }
+        results.push_back(r);
+        const PairsResult& res = results.back();
+        if (!reference) {
+          reference = &res;
+          firstMedian = res.medianMs;
+          firstName = b->name;
+        }
+        if (!(b->caps & kThreadedPairs)) anySerial = true;
+
+        if (o.check) {
+          if (!res.checkError.empty())
+            failures.push_back(std::string(b->name) + " differs from brute at n=" +
+                               std::to_string(n) + ", " + res.checkError);
+          // Against the first backend, every frame.
+          if (&res != reference) {
+            for (size_t f = 0; f < res.frameHashes.size(); ++f) {
+              if (res.frameHashes[f] != reference->frameHashes[f] ||
+                  res.frameCounts[f] != reference->frameCounts[f]) {
+                failures.push_back(std::string(b->name) + " differs from " + firstName + " at n=" +
+                                   std::to_string(n) + ", frame " + std::to_string(f + 1) + ": " +
+                                   std::to_string(res.frameCounts[f]) + " pairs (fnv1a " +
+                                   hex16(res.frameHashes[f]) + ") vs " +
+                                   std::to_string(reference->frameCounts[f]) + " (fnv1a " +
+                                   hex16(reference->frameHashes[f]) + ")");
+                break;
+              }
+            }
+          }
+        }
+
+        Row row;
+        row.add("backend", b->name)
+            .add("scene", bp::sceneName(o.scene))
+            .add("n", uint64_t(n))
+            .add("seed", o.seed)
+            .add("frames", uint64_t(o.frames))
+            .add("threads", uint64_t(res.threads))
+            .add("build_ms", res.buildMs, 2)
+            .add("median_ms", res.medianMs, 3)
+            .add("p99_ms", res.p99Ms, 3)
+            .add("mean_ms", res.meanMs, 3)
+            .add("pairs", res.pairs)
+            .add("pairs_fnv1a", hex16(res.hash))
+            .add("peak_mib", res.peakMib, 1)
+            .add("base_mib", res.baseMib, 1)
+            .add("ratio", firstMedian / res.medianMs, 3)
+            .add("ratio_to", firstName)
+            .add("checked", o.check ? (res.bruteChecked ? "brute+cross" : "cross") : "no");
+        row.add("_threads",
+                std::to_string(res.threads) + ((b->caps & kThreadedPairs) ? "" : " (serial)"));
+        row.add("_ratio", formatFixed(firstMedian / res.medianMs, 2) + "x");
+        rows.push_back(row);
+
+        const std::string key = b->name + (byThreads ? "" : " (" + std::to_string(threads) + "t)");
+        const std::string seriesName = o.threads.size() > 1 && !byThreads ? key : b->name;
+        if (!seriesOf.count(seriesName)) {
+          seriesOf[seriesName] = series.size();
+          series.push_back({seriesName, {}});
+        }
+        series[seriesOf[seriesName]].points.push_back(
+            {byThreads ? double(res.threads) : double(n), res.medianMs});
+      }
+    }
+  }
+
+  std::vector<std::string> notes;
+  if (anySerial)
+    notes.push_back("(serial): peers and the oracle run on one thread whatever --threads says.");
+  notes.push_back("ratio: median of the first backend / this median (> 1: faster than it).");
+  printRows(rows, o.format,
+            {{"backend", "backend"},
+             {"scene", "scene"},
+             {"n", "N"},
+             {"_threads", "threads"},
+             {"build_ms", "build ms"},
+             {"median_ms", "median ms"},
+             {"p99_ms", "p99 ms"},
+             {"pairs", "pairs"},
+             {"pairs_fnv1a", "fnv1a"},
+             {"peak_mib", "peak MiB"},
+             {"_ratio", "ratio"}},
+            notes);
+
+  if (!o.plot.empty()) {
+    PlotSpec p;
+    p.title = std::string("bpbench pairs: scene ") + bp::sceneName(o.scene);
+    p.subtitle = std::to_string(o.frames) + " frames, seed " + std::to_string(o.seed) +
+                 ", median of frames 2.." + std::to_string(o.frames) + "; peers on one thread";
+    p.xLabel = byThreads ? "threads" : "N (boxes)";
+    p.yLabel = "median ms per frame";
+    p.logX = !byThreads;
+    p.logY = true;
+    p.series = series;
+    writeSvg(o.plot, p);
+  }
+
+  if (o.check && failures.empty()) {
+    std::fprintf(stderr, "bpbench: check passed: every backend gave the same pairs every frame%s\n",
+                 o.ns.back() <= kBruteCheckLimit ? ", equal to brute::findPairs" : "");
+  }
+  if (!failures.empty()) {
+    std::fprintf(stderr, "\n########## bpbench: FAILED ##########\n");
+    for (const std::string& f : failures) std::fprintf(stderr, "  %s\n", f.c_str());
+    std::fprintf(stderr, "#####################################\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace bpbench

@@ -1,0 +1,41 @@
+// `bpbench pairs`: frames of motion, each one timed from the moves to the
+// complete sorted exact pair list. Also the engine under `scaling`.
+#pragma once
+
+#include "cli.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bpbench {
+
+struct PairsSpec {
+  const BackendInfo* backend;
+  bp::SceneKind scene;
+  uint32_t n;
+  uint64_t seed;
+  uint32_t frames;
+  int threads;  // requested (0: all)
+  bool check;   // compare every frame with the oracle (N <= kBruteCheckLimit)
+  bool quiet;
+  bool noFork;
+};
+
+inline constexpr uint32_t kBruteCheckLimit = 20000;
+
+struct PairsResult {
+  int threads = 1;  // actually used
+  double buildMs = 0, medianMs = 0, p99Ms = 0, meanMs = 0, maxMs = 0;
+  uint64_t pairs = 0, hash = 0;
+  double baseMib = 0, peakMib = 0, structMib = 0;
+  std::vector<double> frameMs;  // frames 1..F
+  std::vector<uint64_t> frameCounts, frameHashes;
+  uint32_t bruteChecked = 0;  // frames compared with the oracle
+  std::string checkError;     // empty: every compared frame matched
+};
+
+// Runs one backend on one scene, in a forked child unless spec.noFork.
+PairsResult runPairs(const PairsSpec& spec);
+
+}  // namespace bpbench

@@ -1,0 +1,57 @@
+// The table of backends: name, what it is, what it can do, its factory.
+#include "backend.h"
+
+#include <array>
+#include <string_view>
+
+namespace bpbench {
+namespace {
+
+constexpr unsigned kRays = kRaysClosest | kRaysAny | kRaysAll;
+
+std::array<BackendInfo, 7> makeTable() {
+#ifdef BPBENCH_HAVE_BULLET
+  constexpr Factory dbvt = &makeBulletDbvt, sap = &makeBulletSap;
+#else
+  constexpr Factory dbvt = nullptr, sap = nullptr;
+#endif
+#ifdef BPBENCH_HAVE_EMBREE
+  constexpr Factory embree = &makeEmbree;
+#else
+  constexpr Factory embree = nullptr;
+#endif
+  return {{
+      {"brute", "the oracle (brute_force.h): all pairs O(N^2) on one thread; rays over threads",
+       kPairs | kRays | kChurn | kThreadedRays, &makeBrute, "", 50000},
+      {"bullet-dbvt",
+       "Bullet 3 btDbvtBroadphase + btHashedOverlappingPairCache (rays: rayTest), one thread",
+       kPairs | kRays | kChurn, dbvt, "Bullet (pkg-config bullet) not found at configure time", 0},
+      {"bullet-sap", "Bullet 3 bt32BitAxisSweep3 (default settings), one thread", kPairs | kChurn,
+       sap, "Bullet (pkg-config bullet) not found at configure time", 0},
+      {"embree", "Embree 3 user-geometry boxes, rtcIntersect1/rtcOccluded1 loop, one thread",
+       kRaysClosest | kRaysAny, embree, "Embree 3 (find_package(embree 3)) not found", 0},
+      {"bvh", "bp::Bvh (broadphase/bvh.h)", kPairs | kRays | kChurn | kThreaded,
+       kHaveBvh ? &makeBvh : nullptr, "<broadphase/bvh.h> not present (bvh branch not merged)", 0},
+      {"sweep", "bp::SweepGrid (broadphase/sweep_grid.h)", kPairs | kRays | kChurn | kThreaded,
+       kHaveSweep ? &makeSweep : nullptr,
+       "<broadphase/sweep_grid.h> not present (sweep branch not merged)", 0},
+      {"auto", "bp::BroadPhase (broadphase/broad_phase.h), structure chosen per scene",
+       kPairs | kRays | kChurn | kThreaded, kHaveAuto ? &makeAuto : nullptr,
+       "bp::BroadPhase adapter not written yet (backend_ours.cpp)", 0},
+  }};
+}
+
+}  // namespace
+
+std::span<const BackendInfo> allBackends() {
+  static const std::array<BackendInfo, 7> table = makeTable();
+  return table;
+}
+
+const BackendInfo* findBackend(std::string_view name) {
+  for (const BackendInfo& b : allBackends())
+    if (name == b.name) return &b;
+  return nullptr;
+}
+
+}  // namespace bpbench

@@ -1,0 +1,37 @@
+# cmake -DBPBENCH=... -P check_bad_args.cmake
+cmake_minimum_required(VERSION 3.25)
+# Each bad command line exits with code 2 and a message naming the bad value
+# (and, where there is a list, the valid choices).
+set(n 0)
+function(expect_usage_error pattern)
+  execute_process(COMMAND ${BPBENCH} ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 2)
+    message(FATAL_ERROR "bpbench ${ARGN}: exit code ${rc}, expected 2\n${out}${err}")
+  endif()
+  if(NOT err MATCHES "${pattern}")
+    message(FATAL_ERROR "bpbench ${ARGN}: message does not match '${pattern}':\n${err}")
+  endif()
+endfunction()
+
+expect_usage_error("unknown command 'frobnicate'.*valid: pairs, rays, stress, scaling, list" frobnicate)
+expect_usage_error("missing command" )
+expect_usage_error("unknown scene 'cubes'.*valid: uniform, clustered, sizes, static, plane"
+                   pairs --scene cubes)
+expect_usage_error("unknown backend 'physx'.*valid: brute, bullet-dbvt" pairs --backend physx)
+expect_usage_error("--n: '-5' is out of range|--n: -5 is out of range" pairs --n -5)
+expect_usage_error("--n: 0 is out of range" pairs --n 0)
+expect_usage_error("--n: 'lots' is not a number" pairs --n lots)
+expect_usage_error("--n: '12x' is not a number" pairs --n 12x)
+expect_usage_error("--n: '1.5' is not a whole number" pairs --n 1.5)
+expect_usage_error("--frames: 0 is out of range" pairs --frames 0)
+expect_usage_error("--threads: '-1' is out of range|--threads: -1 is out of range" pairs --threads -1)
+expect_usage_error("--seconds: 0 is out of range" stress --seconds 0)
+expect_usage_error("--churn: 150 is out of range" stress --churn 150)
+expect_usage_error("--query: unknown query 'nearest'.*valid: closest, any, all" rays --query nearest)
+expect_usage_error("--format: unknown format 'xml'.*valid: table, csv, json" pairs --format xml)
+expect_usage_error("unknown option '--bogus' for 'pairs'" pairs --bogus 1)
+expect_usage_error("--n needs a value" pairs --n)
+expect_usage_error("backend 'brute' refuses N = 100000" pairs --n 100000 --backend brute)
+expect_usage_error("'brute' is listed twice" pairs --backend brute,brute)
+message(STATUS "every bad argument exits 2 with a message")

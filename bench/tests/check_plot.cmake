@@ -1,0 +1,32 @@
+# cmake -DBPBENCH=... -DBACKENDS=a,b -DOUT=file.svg -P check_plot.cmake
+cmake_minimum_required(VERSION 3.25)
+# `--plot` with a list of N writes a well-formed SVG with one line per backend.
+file(REMOVE "${OUT}")
+execute_process(COMMAND ${BPBENCH} pairs --scene uniform --n 500,1000,2000 --frames 3
+                        --backend ${BACKENDS} --plot ${OUT} --quiet
+                OUTPUT_QUIET ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "bpbench --plot failed (${rc}): ${err}")
+endif()
+if(NOT EXISTS "${OUT}")
+  message(FATAL_ERROR "--plot wrote no file")
+endif()
+file(READ "${OUT}" svg)
+if(NOT svg MATCHES "^<\\?xml" OR NOT svg MATCHES "<svg xmlns=\"http://www.w3.org/2000/svg\"" OR
+   NOT svg MATCHES "</svg>\n$")
+  message(FATAL_ERROR "not an SVG document:\n${svg}")
+endif()
+string(REGEX MATCHALL "<polyline" lines "${svg}")
+list(LENGTH lines nlines)
+string(REPLACE "," ";" backends "${BACKENDS}")
+list(LENGTH backends nbackends)
+if(NOT nlines EQUAL nbackends)
+  message(FATAL_ERROR "expected ${nbackends} polylines, found ${nlines}")
+endif()
+find_program(XMLLINT xmllint)
+if(XMLLINT)
+  execute_process(COMMAND ${XMLLINT} --noout ${OUT} RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "xmllint: ${err}")
+  endif()
+endif()
