@@ -20,7 +20,7 @@ struct Body {
   bool sphere;
   bp::Vec3 position;  // centre
   bp::Vec3 velocity;
-  float radius;       // sphere radius, or half the box edge
+  float radius;  // sphere radius, or half the box edge
   bool resting = false;
   bp::ProxyId proxy;
 };
@@ -55,8 +55,11 @@ int main(int argc, char** argv) {
   const uint64_t kFloor = ~uint64_t(0);
   for (int x = 0; x < 20; ++x)
     for (int z = 0; z < 20; ++z)
-      broadphase.add({bp::Aabb{bp::Vec3(x * 5.0f, -1, z * 5.0f), bp::Vec3(x * 5.0f + 5, 0, z * 5.0f + 5)},
-                      bp::MotionType::staticBody, {}, kFloor});
+      broadphase.add(
+          {bp::Aabb{bp::Vec3(x * 5.0f, -1, z * 5.0f), bp::Vec3(x * 5.0f + 5, 0, z * 5.0f + 5)},
+           bp::MotionType::staticBody,
+           {},
+           kFloor});
 
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);

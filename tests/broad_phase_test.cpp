@@ -44,7 +44,8 @@ struct Model {
     for (auto i = live.begin(); i != live.end(); ++i)
       for (auto j = std::next(i); j != live.end(); ++j)
         if (pairable(i->second.second, j->second.second))
-          out.insert({{i->first, i->second.first.generation}, {j->first, j->second.first.generation}});
+          out.insert(
+              {{i->first, i->second.first.generation}, {j->first, j->second.first.generation}});
     return out;
   }
 };
@@ -179,7 +180,9 @@ TEST(BroadPhase, StandardScenesMatchTheReference) {
       std::vector<ProxyId> ids(scene.n);
       for (uint32_t i = 0; i < scene.n; ++i)
         ids[i] = bp.add({scene.boxes[i],
-                         scene.isStatic[i] ? MotionType::staticBody : MotionType::dynamic, {}, i});
+                         scene.isStatic[i] ? MotionType::staticBody : MotionType::dynamic,
+                         {},
+                         i});
       std::vector<ProxyId> moving;
       for (uint32_t i = 0; i < scene.n; ++i)
         if (!scene.isStatic[i]) moving.push_back(ids[i]);
@@ -195,7 +198,8 @@ TEST(BroadPhase, StandardScenesMatchTheReference) {
         const FramePairs& f = scene.frame == 0 ? bp.update() : bp.lastPairs();
         const std::vector<Pair> got = indicesOf(f.pairs);
         EXPECT_EQ(got.size(), ref.pairs) << name(structure) << " " << ref.scene << " " << ref.frame;
-        EXPECT_EQ(hashPairs(got), ref.hash) << name(structure) << " " << ref.scene << " " << ref.frame;
+        EXPECT_EQ(hashPairs(got), ref.hash)
+            << name(structure) << " " << ref.scene << " " << ref.frame;
       }
     }
 }
@@ -228,11 +232,15 @@ TEST(BroadPhase, QueriesMatchBruteForce) {
       const Ray& input = rays[r];
       const Ray ray = makeRay(input.origin, input.direction, input.maxT);
       const RayHit want = brute::castRayClosest(scene.boxes, ray, accepted);
-      EXPECT_EQ(bp.castRay(input.origin, input.direction, input.maxT, RayQuery::closest, query), want)
+      EXPECT_EQ(bp.castRay(input.origin, input.direction, input.maxT, RayQuery::closest, query),
+                want)
           << name(structure) << " ray " << r;
-      const RayHit any = bp.castRay(input.origin, input.direction, input.maxT, RayQuery::any, query);
+      const RayHit any =
+          bp.castRay(input.origin, input.direction, input.maxT, RayQuery::any, query);
       EXPECT_EQ(any.hit(), want.hit());
-      if (any.hit()) EXPECT_TRUE(accepted[any.proxy]);
+      if (any.hit()) {
+        EXPECT_TRUE(accepted[any.proxy]);
+      }
       std::vector<RayHit> all;
       bp.castRayAll(input.origin, input.direction, input.maxT, all, query);
       EXPECT_EQ(all, brute::castRayAll(scene.boxes, ray, accepted)) << name(structure);
@@ -242,26 +250,36 @@ TEST(BroadPhase, QueriesMatchBruteForce) {
           << name(structure) << " box cast " << r;
       // The callback form clipping at each hit finds the closest too.
       RayHit viaCallback;
-      bp.castRay(input.origin, input.direction, input.maxT, [&](uint32_t p, float t) {
-        if (!viaCallback.hit() || hitBefore({p, t}, viaCallback)) viaCallback = {p, t};
-        return viaCallback.t;
-      }, query);
+      bp.castRay(
+          input.origin, input.direction, input.maxT,
+          [&](uint32_t p, float t) {
+            if (!viaCallback.hit() || hitBefore({p, t}, viaCallback)) viaCallback = {p, t};
+            return viaCallback.t;
+          },
+          query);
       EXPECT_EQ(viaCallback, want) << name(structure);
     }
     for (int q = 0; q < 100; ++q) {
       const Vec3 p = rays[q].origin;
       std::vector<uint32_t> got;
-      bp.queryBox(Aabb::fromCenterExtent(p, Vec3(4, 2, 3)), [&](uint32_t i) {
-        got.push_back(i);
-        return true;
-      }, query);
+      bp.queryBox(
+          Aabb::fromCenterExtent(p, Vec3(4, 2, 3)),
+          [&](uint32_t i) {
+            got.push_back(i);
+            return true;
+          },
+          query);
       std::sort(got.begin(), got.end());
-      EXPECT_EQ(got, brute::queryBox(scene.boxes, Aabb::fromCenterExtent(p, Vec3(4, 2, 3)), accepted));
+      EXPECT_EQ(got,
+                brute::queryBox(scene.boxes, Aabb::fromCenterExtent(p, Vec3(4, 2, 3)), accepted));
       got.clear();
-      bp.queryPoint(p, [&](uint32_t i) {
-        got.push_back(i);
-        return true;
-      }, query);
+      bp.queryPoint(
+          p,
+          [&](uint32_t i) {
+            got.push_back(i);
+            return true;
+          },
+          query);
       std::sort(got.begin(), got.end());
       EXPECT_EQ(got, brute::queryPoint(scene.boxes, p, accepted));
       std::vector<Neighbour> near;
@@ -295,8 +313,8 @@ TEST(BroadPhase, BadInputIsRejectedAndChangesNothing) {
   for (Structure structure : kStructures) {
     BroadPhase bp({.structure = structure, .threads = 2});
     const Aabb unit{Vec3(0, 0, 0), Vec3(1, 1, 1)};
-    const ProxyId a = bp.add({unit});
-    const ProxyId b = bp.add({unit});
+    const ProxyId a = bp.add({.box = unit});
+    const ProxyId b = bp.add({.box = unit});
     bp.update();
     const float nan = std::numeric_limits<float>::quiet_NaN();
     uint32_t expectedCount = 2;
@@ -329,7 +347,7 @@ TEST(BroadPhase, BadInputIsRejectedAndChangesNothing) {
     bp.remove(b);
     expectedCount = 1;
     expectCode(ErrorCode::staleHandle, [&] { bp.remove(b); });  // double remove
-    bp.add({unit});
+    bp.add({.box = unit});
   }
   EXPECT_THROW(BroadPhase({.threads = -1}), Error);
   EXPECT_THROW(BroadPhase({.margin = -1.0f}), Error);
@@ -338,9 +356,9 @@ TEST(BroadPhase, BadInputIsRejectedAndChangesNothing) {
 TEST(BroadPhase, MaxPairsIsEnforcedWithoutLosingTheLastFrame) {
   BroadPhase bp({.structure = Structure::automatic, .threads = 2, .maxPairs = 10});
   const Aabb unit{Vec3(0, 0, 0), Vec3(1, 1, 1)};
-  for (int i = 0; i < 4; ++i) bp.add({unit});  // 6 pairs
+  for (int i = 0; i < 4; ++i) bp.add({.box = unit});  // 6 pairs
   EXPECT_EQ(bp.update().pairs.size(), 6u);
-  for (int i = 0; i < 2; ++i) bp.add({unit});  // 15 pairs > 10
+  for (int i = 0; i < 2; ++i) bp.add({.box = unit});  // 15 pairs > 10
   try {
     bp.update();
     ADD_FAILURE() << "no error";
@@ -376,7 +394,10 @@ TEST(BroadPhase, StreamingUpdateDeliversEveryPairOnce) {
     BroadPhase bp({.structure = structure, .threads = 2});
     const Scene scene = makeScene(SceneKind::staticScene, 5000);
     for (uint32_t i = 0; i < scene.n; ++i)
-      bp.add({scene.boxes[i], scene.isStatic[i] ? MotionType::staticBody : MotionType::dynamic, {}, i});
+      bp.add({scene.boxes[i],
+              scene.isStatic[i] ? MotionType::staticBody : MotionType::dynamic,
+              {},
+              i});
     std::mutex m;
     std::vector<Pair> got;
     bp.update([&](std::span<const ProxyPair> chunk) {
@@ -384,7 +405,8 @@ TEST(BroadPhase, StreamingUpdateDeliversEveryPairOnce) {
       for (const ProxyPair& p : chunk) got.push_back({p.a, p.b});
     });
     std::sort(got.begin(), got.end());
-    EXPECT_TRUE(test::samePairs(brute::findPairs(scene.boxes, scene.isStatic), got)) << name(structure);
+    EXPECT_TRUE(test::samePairs(brute::findPairs(scene.boxes, scene.isStatic), got))
+        << name(structure);
   }
 }
 

@@ -141,8 +141,8 @@ TEST(Degenerate, ConcurrentQueriesBetweenUpdates) {
     const auto rays = makeRays(scene.n, 400);
     std::vector<RayHit> expected(rays.size());
     for (size_t r = 0; r < rays.size(); ++r)
-      expected[r] = brute::castRayClosest(
-          scene.boxes, makeRay(rays[r].origin, rays[r].direction, rays[r].maxT));
+      expected[r] = brute::castRayClosest(scene.boxes,
+                                          makeRay(rays[r].origin, rays[r].direction, rays[r].maxT));
     std::atomic<int> wrong{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)

@@ -114,12 +114,84 @@ std::unique_ptr<Backend> makeSweep() { return nullptr; }
 #endif
 
 #ifdef BPBENCH_HAVE_AUTO
-// TODO(lead): the BroadPhase facade adapter (bp::BroadPhase picks bvh or
-// sweep per scene). Same shape as StructureBackend above: hold a
-// bp::BroadPhase, map scene ids to its handles in build()/add(), forward
-// move/findPairs/castRays, then return it here.
-const bool kHaveAuto = false;  // true once makeAuto() returns the adapter
-std::unique_ptr<Backend> makeAuto() { return nullptr; }
+namespace {
+
+// The BroadPhase facade in `automatic` mode, as an engine drives it: proxies
+// carry their scene id as user data; a frame is move() of the batch and
+// update(); pairs come back in proxy indices and are mapped to scene ids
+// (identity unless churn reordered the slots).
+class FacadeBackend final : public Backend {
+ public:
+  void build(const Scene& scene, Scheduler& scheduler) override {
+    bp::BroadPhaseConfig config;
+    config.structure = bp::Structure::automatic;
+    config.threads = scheduler.threadCount();
+    bp_ = std::make_unique<bp::BroadPhase>(config);
+    handles_.resize(scene.n);
+    sceneOf_.clear();
+    for (uint32_t i = 0; i < scene.n; ++i) bind(i, scene.boxes[i], scene.isStatic[i] != 0);
+    bp_->update();
+  }
+  void move(std::span<const uint32_t> ids, std::span<const Aabb> boxes, Scheduler&) override {
+    scratch_.resize(ids.size());
+    for (size_t k = 0; k < ids.size(); ++k) scratch_[k] = handles_[ids[k]];
+    bp_->move(std::span<const bp::ProxyId>(scratch_), boxes);
+  }
+  void findPairs(Scheduler&, std::vector<Pair>& out) override {
+    const bp::FramePairs& f = bp_->update();
+    out.resize(f.pairs.size());
+    bool identity = true;
+    for (size_t k = 0; k < f.pairs.size(); ++k) {
+      const bp::ProxyPair& p = f.pairs[k];
+      out[k] = bp::makePair(uint32_t(p.userDataA), uint32_t(p.userDataB));
+      identity &= (out[k].a == p.a) & (out[k].b == p.b);
+    }
+    if (!identity) std::sort(out.begin(), out.end());
+  }
+  void remove(std::span<const uint32_t> ids) override {
+    for (uint32_t id : ids) bp_->remove(handles_[id]);
+  }
+  void add(std::span<const uint32_t> ids, std::span<const Aabb> boxes,
+           std::span<const uint8_t> isStatic) override {
+    for (size_t k = ids.size(); k-- > 0;) bind(ids[k], boxes[k], isStatic[k] != 0);
+  }
+  void castRays(Scheduler&, std::span<const Ray> rays, RayQuery kind,
+                std::span<RayHit> out) override {
+    bp_->castRays(rays, out, kind);
+    for (RayHit& h : out)
+      if (h.hit()) h.proxy = sceneOf_[h.proxy];
+  }
+  void castRaysAll(Scheduler& scheduler, std::span<const Ray> rays, std::vector<RayHit>& out,
+                   std::vector<uint32_t>& offsets) override {
+    castRaysAllWith(scheduler, rays, out, offsets, [&](const Ray& ray, std::vector<RayHit>& hits) {
+      thread_local std::vector<RayHit> one;
+      bp_->castRayAll(ray, one);
+      for (RayHit& h : one) h.proxy = sceneOf_[h.proxy];
+      std::sort(one.begin(), one.end(), bp::hitBefore);
+      hits.insert(hits.end(), one.begin(), one.end());
+    });
+  }
+  size_t memoryBytes() const override { return bp_ ? bp_->memoryBytes() : 0; }
+
+ private:
+  void bind(uint32_t id, const Aabb& box, bool isStatic) {
+    const bp::ProxyId h =
+        bp_->add({box, isStatic ? bp::MotionType::staticBody : bp::MotionType::dynamic, {}, id});
+    handles_[id] = h;
+    if (sceneOf_.size() <= h.index) sceneOf_.resize(h.index + 1);
+    sceneOf_[h.index] = id;
+  }
+
+  std::unique_ptr<bp::BroadPhase> bp_;
+  std::vector<bp::ProxyId> handles_;  // by scene id
+  std::vector<uint32_t> sceneOf_;     // scene id by proxy index
+  std::vector<bp::ProxyId> scratch_;
+};
+
+}  // namespace
+
+const bool kHaveAuto = true;
+std::unique_ptr<Backend> makeAuto() { return std::make_unique<FacadeBackend>(); }
 #else
 const bool kHaveAuto = false;
 std::unique_ptr<Backend> makeAuto() { return nullptr; }

@@ -59,8 +59,8 @@ void checkDesc(const ProxyDesc& d) {
   if (!isValid(d.box)) throwError(ErrorCode::invalidBox, describeInvalid(d.box));
   if (d.motion != MotionType::staticBody && d.motion != MotionType::kinematic &&
       d.motion != MotionType::dynamic)
-    throwError(ErrorCode::invalidArgument,
-               "motion type " + std::to_string(int(d.motion)) + " is not static, kinematic or dynamic");
+    throwError(ErrorCode::invalidArgument, "motion type " + std::to_string(int(d.motion)) +
+                                               " is not static, kinematic or dynamic");
 }
 }  // namespace
 
@@ -145,9 +145,8 @@ void BroadPhase::move(ProxyId id, const Aabb& box) {
 
 void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
   if (ids.size() != boxes.size())
-    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) +
-                                               " handles but " + std::to_string(boxes.size()) +
-                                               " boxes");
+    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " handles but " +
+                                               std::to_string(boxes.size()) + " boxes");
   for (size_t k = 0; k < ids.size(); ++k) {
     checkLive(ids[k], "move");
     if (!isValid(boxes[k]))
@@ -252,11 +251,12 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
   buffers.forEachSlot([&](std::vector<ProxyPair>& b) { total += b.size(); });
   if (config_.maxPairs != 0 && total > config_.maxPairs)
     throwError(ErrorCode::capacityExceeded,
-               "update: " + std::to_string(total) + " pairs exceed maxPairs = " +
-                   std::to_string(config_.maxPairs));
+               "update: " + std::to_string(total) +
+                   " pairs exceed maxPairs = " + std::to_string(config_.maxPairs));
   out.clear();
   out.reserve(total);
-  buffers.forEachSlot([&](std::vector<ProxyPair>& b) { out.insert(out.end(), b.begin(), b.end()); });
+  buffers.forEachSlot(
+      [&](std::vector<ProxyPair>& b) { out.insert(out.end(), b.begin(), b.end()); });
   // Keys are unique, so any sort gives the one canonical order: the result
   // does not depend on how the work was split between threads.
   auto byKey = [](const ProxyPair& x, const ProxyPair& y) { return x.key() < y.key(); };
@@ -363,9 +363,8 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
     if (!pool_.isLiveIndex(i)) continue;
     const Aabb shifted{desc_[i].box.min - offset, desc_[i].box.max - offset};
     if (!isValid(shifted))
-      throwError(ErrorCode::invalidBox,
-                 "shiftOrigin: proxy " + std::to_string(i) + " would become " +
-                     describeInvalid(shifted));
+      throwError(ErrorCode::invalidBox, "shiftOrigin: proxy " + std::to_string(i) +
+                                            " would become " + describeInvalid(shifted));
   }
   applyPending();
   // Rebuild both sides from scratch: a shift is rare, and a fresh build gives
@@ -408,15 +407,15 @@ std::string BroadPhase::validate() const {
 }
 
 size_t BroadPhase::memoryBytes() const {
-  size_t bytes = desc_.capacity() * sizeof(ProxyDesc) + inner_.capacity() * sizeof(ProxyId) +
-                 side_.capacity() + state_.capacity() + renewed_.capacity() +
-                 pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
-                 (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *
-                     sizeof(uint32_t) +
-                 pendingRemoves_.capacity() * sizeof(PendingRemove) +
-                 (pairs_.capacity() + previous_.capacity() + begun_.capacity() +
-                  ended_.capacity()) *
-                     sizeof(ProxyPair);
+  size_t bytes =
+      desc_.capacity() * sizeof(ProxyDesc) + inner_.capacity() * sizeof(ProxyId) +
+      side_.capacity() + state_.capacity() + renewed_.capacity() +
+      pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
+      (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *
+          sizeof(uint32_t) +
+      pendingRemoves_.capacity() * sizeof(PendingRemove) +
+      (pairs_.capacity() + previous_.capacity() + begun_.capacity() + ended_.capacity()) *
+          sizeof(ProxyPair);
   for (const auto& side : sides_)
     if (side) bytes += side->memoryBytes();
   return bytes;

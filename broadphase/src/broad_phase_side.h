@@ -62,7 +62,9 @@ struct BroadPhase::Side {
     visit([&](auto& s) { s.remove(id); });
     outer[id.index] = kNullIndex;
   }
-  void moveBatch() { visit([&](auto& s) { s.move(moveIds, moveBoxes); }); }
+  void moveBatch() {
+    visit([&](auto& s) { s.move(moveIds, moveBoxes); });
+  }
   void findPairs(Scheduler& scheduler) {
     visit([&](auto& s) { s.findPairs(scheduler, pairs); });
   }
@@ -88,7 +90,8 @@ struct BroadPhase::Side {
       }
     });
     pairs.clear();
-    buffers.forEachSlot([&](std::vector<Pair>& b) { pairs.insert(pairs.end(), b.begin(), b.end()); });
+    buffers.forEachSlot(
+        [&](std::vector<Pair>& b) { pairs.insert(pairs.end(), b.begin(), b.end()); });
   }
 
   void update(Scheduler& scheduler) {

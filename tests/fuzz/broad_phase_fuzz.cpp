@@ -44,7 +44,8 @@ struct Reader {
     const uint8_t shape = byte();
     bp::Vec3 hi;
     if (shape < 220) {
-      hi = lo + bp::Vec3(float(shape % 16) * 0.25f, float((shape / 16) % 8) * 0.5f, float(shape % 5));
+      hi = lo +
+           bp::Vec3(float(shape % 16) * 0.25f, float((shape / 16) % 8) * 0.5f, float(shape % 5));
     } else {
       hi = bp::Vec3(coord(), coord(), coord());  // may be inverted
     }
@@ -65,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bp::Structure structure = head % 3 == 0   ? bp::Structure::bvh
                                   : head % 3 == 1 ? bp::Structure::sweep
                                                   : bp::Structure::automatic;
-  bp::BroadPhase bp({.structure = structure, .threads = 1 + (head / 3) % 2,
+  bp::BroadPhase bp({.structure = structure,
+                     .threads = 1 + (head / 3) % 2,
                      .pairKinematicKinematic = (head & 0x40) != 0});
 
   // The model, indexed like the broadphase.

@@ -61,18 +61,18 @@ struct Filter {
 };
 
 struct ProxyDesc {
-  Aabb box;
+  Aabb box{};
   MotionType motion = MotionType::dynamic;
-  Filter filter;
+  Filter filter{};
   uint64_t userData = 0;
 };
 
 struct BroadPhaseConfig {
   Structure structure = Structure::automatic;
-  int threads = 0;                    // 0: every hardware thread
-  tbb::task_arena* arena = nullptr;   // share an engine's arena (then `threads` is ignored)
-  float margin = 0.1f;                // fat-box margin of the trees, world units
-  float cellSize = 0.0f;              // sweep cell edge; 0 = chosen from the boxes
+  int threads = 0;                   // 0: every hardware thread
+  tbb::task_arena* arena = nullptr;  // share an engine's arena (then `threads` is ignored)
+  float margin = 0.1f;               // fat-box margin of the trees, world units
+  float cellSize = 0.0f;             // sweep cell edge; 0 = chosen from the boxes
   bool pairKinematicKinematic = false;
   // Upper bound on the pairs of one frame; update() throws
   // Error(capacityExceeded) instead of exhausting memory. 0 = no bound.
@@ -93,10 +93,10 @@ static_assert(sizeof(ProxyPair) == 24);
 // The output of one update(). Views into the BroadPhase, valid until the next
 // update(); all three sorted by (a, b) and identical for any thread count.
 struct FramePairs {
-  std::span<const ProxyPair> pairs;   // every overlapping pair now
-  std::span<const ProxyPair> begun;   // pairs that overlap now and did not at the last update
-  std::span<const ProxyPair> ended;   // pairs of the last update that no longer overlap,
-                                      // including those ended by a remove()
+  std::span<const ProxyPair> pairs;  // every overlapping pair now
+  std::span<const ProxyPair> begun;  // pairs that overlap now and did not at the last update
+  std::span<const ProxyPair> ended;  // pairs of the last update that no longer overlap,
+                                     // including those ended by a remove()
 };
 
 class BroadPhase {
@@ -122,7 +122,7 @@ class BroadPhase {
   void setFilter(ProxyId id, const Filter& filter);
 
   bool contains(ProxyId id) const;
-  ProxyId handleOf(uint32_t index) const;  // the live handle at an index (for pair indices)
+  ProxyId handleOf(uint32_t index) const;   // the live handle at an index (for pair indices)
   const ProxyDesc& desc(ProxyId id) const;  // as last given (box may be pending)
   uint32_t proxyCount() const;
 
@@ -149,8 +149,8 @@ class BroadPhase {
   // throws Error(invalidRay).
   RayHit castRay(const Vec3& origin, const Vec3& direction, float length,
                  RayQuery kind = RayQuery::closest, const Filter& filter = {}) const;
-  void castRayAll(const Vec3& origin, const Vec3& direction, float length,
-                  std::vector<RayHit>& out, const Filter& filter = {}) const;
+  void castRayAll(const Vec3& origin, const Vec3& direction, float length, std::vector<RayHit>& out,
+                  const Filter& filter = {}) const;
   // The same for a ray already built with makeRay() (bit-identical results
   // for callers that keep their rays); validated the same way.
   RayHit castRay(const Ray& ray, RayQuery kind = RayQuery::closest,
@@ -160,8 +160,8 @@ class BroadPhase {
   void castRay(const Vec3& origin, const Vec3& direction, float length, RayCallback callback,
                const Filter& filter = {}) const;
   // One result per ray, in parallel, deterministic. kind: closest or any.
-  void castRays(std::span<const Ray> rays, std::span<RayHit> out,
-                RayQuery kind = RayQuery::closest, const Filter& filter = {}) const;
+  void castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind = RayQuery::closest,
+                const Filter& filter = {}) const;
   // The k proxies nearest to `point` (squared distance to the box, 0 inside),
   // nearest first, ties to the lower index.
   void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
@@ -178,8 +178,8 @@ class BroadPhase {
   void shiftOrigin(const Vec3& offset);
 
   // --- Introspection. ---
-  std::string validate() const;   // empty when every invariant holds
-  size_t memoryBytes() const;     // heap bytes owned, structures included
+  std::string validate() const;  // empty when every invariant holds
+  size_t memoryBytes() const;    // heap bytes owned, structures included
   Structure structure() const { return config_.structure; }
   Scheduler& scheduler() { return *scheduler_; }
   int threadCount() const { return scheduler_->threadCount(); }
@@ -205,7 +205,7 @@ class BroadPhase {
   // only filter_/motion_/userData_).
   HandlePool pool_;
   std::vector<ProxyDesc> desc_;
-  std::vector<ProxyId> inner_;   // handle inside its side's structure
+  std::vector<ProxyId> inner_;  // handle inside its side's structure
   std::vector<uint8_t> side_;
   std::vector<uint8_t> state_;
   std::vector<uint8_t> renewed_;  // removed (and maybe reused) since the last update
