@@ -40,6 +40,7 @@ BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
     throwError(ErrorCode::invalidArgument, "unknown structure");
   scheduler_ = config.arena ? std::make_unique<Scheduler>(*config.arena)
                             : std::make_unique<Scheduler>(config.threads);
+  pairBuffers_ = std::make_unique<PerWorker<std::vector<ProxyPair>>>(scheduler_->threadCount());
   if (config.structure == Structure::bvh) {
     sides_[0] = Side::makeBvh(config);
   } else if (config.structure == Structure::sweep) {
@@ -230,7 +231,8 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
     return true;
   };
 
-  PerWorker<std::vector<ProxyPair>> buffers(scheduler_->threadCount());
+  PerWorker<std::vector<ProxyPair>>& buffers = *pairBuffers_;
+  buffers.forEachSlot([](std::vector<ProxyPair>& b) { b.clear(); });
   auto mapRange = [&](std::span<const Pair> raw, const std::vector<uint32_t>& outerA,
                       const std::vector<uint32_t>& outerB) {
     const uint32_t n = static_cast<uint32_t>(raw.size());

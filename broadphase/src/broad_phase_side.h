@@ -23,6 +23,7 @@ struct BroadPhase::Side {
   // b a static-side slot.
   std::vector<Pair> pairs;
   std::vector<ProxyId> moveIds;  // this frame's batch, reused
+  std::unique_ptr<PerWorker<std::vector<Pair>>> buffers;  // pairAgainst's, reused
   std::vector<Aabb> moveBoxes;
 
   static std::unique_ptr<Side> makeBvh(const BroadPhaseConfig& c) {
@@ -74,10 +75,12 @@ struct BroadPhase::Side {
   // nothing writes during the frame.
   void pairAgainst(Scheduler& scheduler, const Side& moving, const std::vector<ProxyDesc>& desc) {
     visit([&](auto& s) { s.update(scheduler); });
-    PerWorker<std::vector<Pair>> buffers(scheduler.threadCount());
+    if (!buffers || buffers->size() != scheduler.threadCount())
+      buffers = std::make_unique<PerWorker<std::vector<Pair>>>(scheduler.threadCount());
+    buffers->forEachSlot([](std::vector<Pair>& b) { b.clear(); });
     const uint32_t n = static_cast<uint32_t>(moving.outer.size());
     scheduler.forEach(0, n, 1024, [&](uint32_t begin, uint32_t end) {
-      std::vector<Pair>& buf = buffers.local();
+      std::vector<Pair>& buf = buffers->local();
       for (uint32_t m = begin; m < end; ++m) {
         const uint32_t proxy = moving.outer[m];
         if (proxy == kNullIndex || desc[proxy].motion != MotionType::dynamic) continue;
@@ -90,7 +93,7 @@ struct BroadPhase::Side {
       }
     });
     pairs.clear();
-    buffers.forEachSlot(
+    buffers->forEachSlot(
         [&](std::vector<Pair>& b) { pairs.insert(pairs.end(), b.begin(), b.end()); });
   }
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <broadphase/error.h>
+#include <broadphase/jobs/per_worker.h>
 #include <broadphase/jobs/scheduler.h>
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
@@ -221,6 +222,9 @@ class BroadPhase {
   std::vector<uint32_t> renewedList_;
 
   std::vector<ProxyPair> pairs_, previous_, begun_, ended_;
+  // Per-worker pair buffers, kept across frames so that a steady state
+  // allocates nothing (cleared, never shrunk).
+  std::unique_ptr<PerWorker<std::vector<ProxyPair>>> pairBuffers_;
   FramePairs frame_;
 };
 
