@@ -1,22 +1,22 @@
-// BroadPhase: what a physics engine links. One object, either structure
-// behind it, pairs and ray hits out.
-//
-//   bp::BroadPhase broadphase({.structure = bp::Structure::automatic});
-//   bp::ProxyId id = broadphase.add({.box = box, .motion = bp::MotionType::dynamic,
-//                                    .userData = bodyIndex});
-//   ...every frame:
-//   broadphase.move(id, newBox);            // or a span of ids and boxes
-//   const bp::FramePairs& f = broadphase.update();
-//   for (const bp::ProxyPair& p : f.begun) narrowphase.addContact(p.userDataA, p.userDataB);
-//   for (const bp::ProxyPair& p : f.ended) narrowphase.removeContact(p.userDataA, p.userDataB);
-//
-// Timing model: add(), remove() and move() only record what changed; update()
-// applies it all at once, in parallel tasks, and computes the frame's pairs.
-// Queries (const) see the world as of the last update(), never a half-applied
-// frame, and may be called from many threads at once between updates.
-//
-// Errors: every call that rejects its input throws bp::Error (error.h) with a
-// code and a message, before changing anything. See docs/errors.md.
+/// BroadPhase: what a physics engine links. One object, either structure
+/// behind it, pairs and ray hits out.
+///
+///   bp::BroadPhase broadphase({.structure = bp::Structure::automatic});
+///   bp::ProxyId id = broadphase.add({.box = box, .motion = bp::MotionType::dynamic,
+///                                    .userData = bodyIndex});
+///   ...every frame:
+///   broadphase.move(id, newBox);            // or a span of ids and boxes
+///   const bp::FramePairs& f = broadphase.update();
+///   for (const bp::ProxyPair& p : f.begun) narrowphase.addContact(p.userDataA, p.userDataB);
+///   for (const bp::ProxyPair& p : f.ended) narrowphase.removeContact(p.userDataA, p.userDataB);
+///
+/// Timing model: add(), remove() and move() only record what changed; update()
+/// applies it all at once, in parallel tasks, and computes the frame's pairs.
+/// Queries (const) see the world as of the last update(), never a half-applied
+/// frame, and may be called from many threads at once between updates.
+///
+/// Errors: every call that rejects its input throws bp::Error (error.h) with a
+/// code and a message, before changing anything. See docs/errors.md.
 #pragma once
 
 #include <broadphase/error.h>
@@ -40,19 +40,19 @@ class Bvh;
 class SweepGrid;
 
 enum class Structure : uint8_t {
-  bvh,        // one dynamic AABB tree (statics in a tree of their own inside it)
-  sweep,      // one cell-partitioned sweep-and-prune
-  automatic,  // statics in a SAH-built tree, moving proxies in the cell sweep
+  bvh,        ///< one dynamic AABB tree (statics in a tree of their own inside it)
+  sweep,      ///< one cell-partitioned sweep-and-prune
+  automatic,  ///< statics in a SAH-built tree, moving proxies in the cell sweep
 };
 
 enum class MotionType : uint8_t {
-  staticBody,  // never moves (moving it is allowed but rebuilds the static tree)
-  kinematic,   // moved by the user; never paired with statics
-  dynamic,     // simulated
+  staticBody,  ///< never moves (moving it is allowed but rebuilds the static tree)
+  kinematic,   ///< moved by the user; never paired with statics
+  dynamic,     ///< simulated
 };
 
-// Collision filter, as in Box2D: a pair is reported when each accepts the
-// other, i.e. (a.category & b.mask) != 0 && (b.category & a.mask) != 0.
+/// Collision filter, as in Box2D: a pair is reported when each accepts the
+/// other, i.e. (a.category & b.mask) != 0 && (b.category & a.mask) != 0.
 struct Filter {
   uint64_t category = 1;
   uint64_t mask = ~uint64_t(0);
@@ -70,18 +70,18 @@ struct ProxyDesc {
 
 struct BroadPhaseConfig {
   Structure structure = Structure::automatic;
-  int threads = 0;                   // 0: every hardware thread
-  tbb::task_arena* arena = nullptr;  // share an engine's arena (then `threads` is ignored)
-  float margin = 0.1f;               // fat-box margin of the trees, world units
-  float cellSize = 0.0f;             // sweep cell edge; 0 = chosen from the boxes
+  int threads = 0;                   ///< 0: every hardware thread
+  tbb::task_arena* arena = nullptr;  ///< share an engine's arena (then `threads` is ignored)
+  float margin = 0.1f;               ///< fat-box margin of the trees, world units
+  float cellSize = 0.0f;             ///< sweep cell edge; 0 = chosen from the boxes
   bool pairKinematicKinematic = false;
-  // Upper bound on the pairs of one frame; update() throws
-  // Error(capacityExceeded) instead of exhausting memory. 0 = no bound.
+  /// Upper bound on the pairs of one frame; update() throws
+  /// Error(capacityExceeded) instead of exhausting memory. 0 = no bound.
   uint64_t maxPairs = 0;
 };
 
-// A pair as the narrowphase receives it: indices a < b of the two proxies
-// (ProxyId::index) and both user data.
+/// A pair as the narrowphase receives it: indices a < b of the two proxies
+/// (ProxyId::index) and both user data.
 struct ProxyPair {
   uint32_t a;
   uint32_t b;
@@ -91,13 +91,13 @@ struct ProxyPair {
 };
 static_assert(sizeof(ProxyPair) == 24);
 
-// The output of one update(). Views into the BroadPhase, valid until the next
-// update(); all three sorted by (a, b) and identical for any thread count.
+/// The output of one update(). Views into the BroadPhase, valid until the next
+/// update(); all three sorted by (a, b) and identical for any thread count.
 struct FramePairs {
-  std::span<const ProxyPair> pairs;  // every overlapping pair now
-  std::span<const ProxyPair> begun;  // pairs that overlap now and did not at the last update
-  std::span<const ProxyPair> ended;  // pairs of the last update that no longer overlap,
-                                     // including those ended by a remove()
+  std::span<const ProxyPair> pairs;  ///< every overlapping pair now
+  std::span<const ProxyPair> begun;  ///< pairs that overlap now and did not at the last update
+  std::span<const ProxyPair> ended;  ///< pairs of the last update that no longer overlap,
+                                     /// including those ended by a remove()
 };
 
 class BroadPhase {
@@ -109,78 +109,78 @@ class BroadPhase {
 
   // --- Proxies. Cheap: recorded now, applied by the next update(). ---
 
-  // Throws Error(invalidBox) for a bad box, Error(invalidArgument) for a bad
-  // motion type.
+  /// Throws Error(invalidBox) for a bad box, Error(invalidArgument) for a bad
+  /// motion type.
   ProxyId add(const ProxyDesc& desc);
-  // All validated before any is added; out.size() must equal descs.size().
+  /// All validated before any is added; out.size() must equal descs.size().
   void add(std::span<const ProxyDesc> descs, std::span<ProxyId> out);
-  // Throws Error(staleHandle) for a removed, unknown or foreign handle.
+  /// Throws Error(staleHandle) for a removed, unknown or foreign handle.
   void remove(ProxyId id);
-  void remove(std::span<const ProxyId> ids);  // all validated first; no duplicates
-  // The proxy's new exact box. Throws Error(staleHandle) or Error(invalidBox).
+  void remove(std::span<const ProxyId> ids);  ///< all validated first; no duplicates
+  /// The proxy's new exact box. Throws Error(staleHandle) or Error(invalidBox).
   void move(ProxyId id, const Aabb& box);
-  void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);  // all validated first
+  void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);  ///< all validated first
   void setFilter(ProxyId id, const Filter& filter);
 
   bool contains(ProxyId id) const;
-  ProxyId handleOf(uint32_t index) const;   // the live handle at an index (for pair indices)
-  const ProxyDesc& desc(ProxyId id) const;  // as last given (box may be pending)
+  ProxyId handleOf(uint32_t index) const;   ///< the live handle at an index (for pair indices)
+  const ProxyDesc& desc(ProxyId id) const;  ///< as last given (box may be pending)
   uint32_t proxyCount() const;
 
   // --- The frame. ---
 
-  // Applies every pending add, remove and move, then computes the pairs and
-  // the begin/end events. Throws Error(capacityExceeded) if maxPairs is
-  // exceeded (the proxies are updated; the previous pairs are kept).
+  /// Applies every pending add, remove and move, then computes the pairs and
+  /// the begin/end events. Throws Error(capacityExceeded) if maxPairs is
+  /// exceeded (the proxies are updated; the previous pairs are kept).
   const FramePairs& update();
-  // Streaming form for engines that consume pairs per task: `consume` is called
-  // from worker threads with unsorted chunks (filters applied), every pair of
-  // the frame exactly once. No merged list and no begin/end events are kept,
-  // so the next update() reports every pair as begun.
+  /// Streaming form for engines that consume pairs per task: `consume` is called
+  /// from worker threads with unsorted chunks (filters applied), every pair of
+  /// the frame exactly once. No merged list and no begin/end events are kept,
+  /// so the next update() reports every pair as begun.
   void update(FunctionRef<void(std::span<const ProxyPair>)> consume);
   const FramePairs& lastPairs() const { return frame_; }
 
   // --- Queries: const, thread-safe between updates, see the last update(). ---
-  // Every query takes a filter: a proxy is reported only when the filter and
-  // the proxy's filter accept each other. Results are proxy indices.
+  /// Every query takes a filter: a proxy is reported only when the filter and
+  /// the proxy's filter accept each other. Results are proxy indices.
 
   void queryBox(const Aabb& box, OverlapCallback callback, const Filter& filter = {}) const;
   void queryPoint(const Vec3& point, OverlapCallback callback, const Filter& filter = {}) const;
-  // Rays are given as origin, any non-zero direction and a length; a bad ray
-  // throws Error(invalidRay).
+  /// Rays are given as origin, any non-zero direction and a length; a bad ray
+  /// throws Error(invalidRay).
   RayHit castRay(const Vec3& origin, const Vec3& direction, float length,
                  RayQuery kind = RayQuery::closest, const Filter& filter = {}) const;
   void castRayAll(const Vec3& origin, const Vec3& direction, float length, std::vector<RayHit>& out,
                   const Filter& filter = {}) const;
-  // The same for a ray already built with makeRay() (bit-identical results
-  // for callers that keep their rays); validated the same way.
+  /// The same for a ray already built with makeRay() (bit-identical results
+  /// for callers that keep their rays); validated the same way.
   RayHit castRay(const Ray& ray, RayQuery kind = RayQuery::closest,
                  const Filter& filter = {}) const;
   void castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter = {}) const;
-  // The narrowphase in the loop (see RayCallback in query.h).
+  /// The narrowphase in the loop (see RayCallback in query.h).
   void castRay(const Vec3& origin, const Vec3& direction, float length, RayCallback callback,
                const Filter& filter = {}) const;
-  // One result per ray, in parallel, deterministic. kind: closest or any.
+  /// One result per ray, in parallel, deterministic. kind: closest or any.
   void castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind = RayQuery::closest,
                 const Filter& filter = {}) const;
-  // The k proxies nearest to `point` (squared distance to the box, 0 inside),
-  // nearest first, ties to the lower index.
+  /// The k proxies nearest to `point` (squared distance to the box, 0 inside),
+  /// nearest first, ties to the lower index.
   void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
                const Filter& filter = {}) const;
-  // A box of half-size `halfExtent` centred at `origin` swept along the ray:
-  // the first proxy it touches.
+  /// A box of half-size `halfExtent` centred at `origin` swept along the ray:
+  /// the first proxy it touches.
   RayHit castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction, float length,
                  const Filter& filter = {}) const;
 
   // --- Large worlds. ---
-  // Moves the origin: every proxy's box becomes box - offset (applied now,
-  // with any pending changes). Pairs are kept; the next update() reports only
-  // real changes.
+  /// Moves the origin: every proxy's box becomes box - offset (applied now,
+  /// with any pending changes). Pairs are kept; the next update() reports only
+  /// real changes.
   void shiftOrigin(const Vec3& offset);
 
   // --- Introspection. ---
-  std::string validate() const;  // empty when every invariant holds
-  size_t memoryBytes() const;    // heap bytes owned, structures included
+  std::string validate() const;  ///< empty when every invariant holds
+  size_t memoryBytes() const;    ///< heap bytes owned, structures included
   Structure structure() const { return config_.structure; }
   Scheduler& scheduler() { return *scheduler_; }
   int threadCount() const { return scheduler_->threadCount(); }
@@ -200,16 +200,16 @@ class BroadPhase {
 
   BroadPhaseConfig config_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Side> sides_[2];  // [0] moving (or everything), [1] statics in `automatic`
+  std::unique_ptr<Side> sides_[2];  ///< [0] moving (or everything), [1] statics in `automatic`
 
-  // Per proxy, indexed by ProxyId::index (split fields: the hot loops touch
-  // only filter_/motion_/userData_).
+  /// Per proxy, indexed by ProxyId::index (split fields: the hot loops touch
+  /// only filter_/motion_/userData_).
   HandlePool pool_;
   std::vector<ProxyDesc> desc_;
-  std::vector<ProxyId> inner_;  // handle inside its side's structure
+  std::vector<ProxyId> inner_;  ///< handle inside its side's structure
   std::vector<uint8_t> side_;
   std::vector<uint8_t> state_;
-  std::vector<uint8_t> renewed_;  // removed (and maybe reused) since the last update
+  std::vector<uint8_t> renewed_;  ///< removed (and maybe reused) since the last update
 
   std::vector<uint32_t> pendingAdds_;
   std::vector<uint32_t> pendingMoves_;
@@ -222,8 +222,8 @@ class BroadPhase {
   std::vector<uint32_t> renewedList_;
 
   std::vector<ProxyPair> pairs_, previous_, begun_, ended_;
-  // Per-worker pair buffers, kept across frames so that a steady state
-  // allocates nothing (cleared, never shrunk).
+  /// Per-worker pair buffers, kept across frames so that a steady state
+  /// allocates nothing (cleared, never shrunk).
   std::unique_ptr<PerWorker<std::vector<ProxyPair>>> pairBuffers_;
   FramePairs frame_;
 };

@@ -1,8 +1,8 @@
-// FunctionRef<R(Args...)>: a non-owning reference to a callable, two words,
-// no allocation. Query callbacks take one so that a lambda with captures
-// costs nothing on the hot path (unlike std::function). The callable must
-// outlive the call it is passed to, which is always true for a lambda
-// written in the argument list.
+/// FunctionRef<R(Args...)>: a non-owning reference to a callable, two words,
+/// no allocation. Query callbacks take one so that a lambda with captures
+/// costs nothing on the hot path (unlike std::function). The callable must
+/// outlive the call it is passed to, which is always true for a lambda
+/// written in the argument list.
 #pragma once
 
 #include <type_traits>

@@ -1,5 +1,5 @@
-// Pair: two proxies whose exact boxes overlap, as the narrowphase receives it.
-// Invariant: a < b. Lists of pairs are sorted by (a, b), i.e. by key().
+/// Pair: two proxies whose exact boxes overlap, as the narrowphase receives it.
+/// Invariant: a < b. Lists of pairs are sorted by (a, b), i.e. by key().
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,8 @@ struct Pair {
   uint32_t a;
   uint32_t b;
 
-  // Unique per pair and ordered like (a, b): sorting by this key is the
-  // canonical order, and unique keys make any sort deterministic.
+  /// Unique per pair and ordered like (a, b): sorting by this key is the
+  /// canonical order, and unique keys make any sort deterministic.
   uint64_t key() const { return (uint64_t(a) << 32) | b; }
   friend bool operator==(const Pair&, const Pair&) = default;
   friend bool operator<(const Pair& x, const Pair& y) { return x.key() < y.key(); }
@@ -21,8 +21,8 @@ static_assert(sizeof(Pair) == 8);
 
 inline Pair makePair(uint32_t i, uint32_t j) { return i < j ? Pair{i, j} : Pair{j, i}; }
 
-// FNV-1a 64 of a sorted pair list, each pair as two little-endian uint32
-// (lower id first): the hash of ../shared/bench/SCENES.md.
+/// FNV-1a 64 of a sorted pair list, each pair as two little-endian uint32
+/// (lower id first): the hash of ../shared/bench/SCENES.md.
 uint64_t hashPairs(std::span<const Pair> sortedPairs);
 
 }  // namespace bp

@@ -1,15 +1,15 @@
-// ProxyId: the handle a caller keeps for a proxy; HandlePool: where they come
-// from.
-//
-// A handle is a slot index plus the generation of that slot when the handle
-// was issued. Removing a proxy bumps its slot's generation, so every copy of
-// the old handle becomes stale and is rejected. Generations of each pool
-// start at a per-pool salt, so a handle from another structure is almost
-// surely rejected too rather than silently naming some other proxy.
-//
-// Slots are reused last-freed first and indices stay dense (< capacity()),
-// so per-proxy data lives in flat arrays indexed by ProxyId::index, and pairs
-// are reported as indices. A fresh pool issues 0, 1, 2, ... in order.
+/// ProxyId: the handle a caller keeps for a proxy; HandlePool: where they come
+/// from.
+///
+/// A handle is a slot index plus the generation of that slot when the handle
+/// was issued. Removing a proxy bumps its slot's generation, so every copy of
+/// the old handle becomes stale and is rejected. Generations of each pool
+/// start at a per-pool salt, so a handle from another structure is almost
+/// surely rejected too rather than silently naming some other proxy.
+///
+/// Slots are reused last-freed first and indices stay dense (< capacity()),
+/// so per-proxy data lives in flat arrays indexed by ProxyId::index, and pairs
+/// are reported as indices. A fresh pool issues 0, 1, 2, ... in order.
 #pragma once
 
 #include <cstdint>
@@ -31,10 +31,10 @@ class HandlePool {
  public:
   HandlePool();
 
-  // Returns the handle of a fresh or recycled slot. No allocation in steady
-  // state (the free list and the generation array only grow).
+  /// Returns the handle of a fresh or recycled slot. No allocation in steady
+  /// state (the free list and the generation array only grow).
   ProxyId allocate();
-  // Precondition: isLive(id). Bumps the slot's generation.
+  /// Precondition: isLive(id). Bumps the slot's generation.
   void release(ProxyId id);
 
   bool isLive(ProxyId id) const {
@@ -49,8 +49,8 @@ class HandlePool {
   void reserve(uint32_t n);
   void clear();
 
-  // Checks the free list against the live flags; returns an empty string or
-  // what is wrong.
+  /// Checks the free list against the live flags; returns an empty string or
+  /// what is wrong.
   std::string validate() const;
 
  private:

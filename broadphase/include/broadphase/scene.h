@@ -1,7 +1,7 @@
-// The standard scenes of ../shared/bench/SCENES.md: boxes, motion and rays,
-// generated bit for bit as specified (this file's .cpp is compiled with
-// -ffp-contract=off like the rest of the library). Tests and benchmarks use
-// them; an engine can too, to compare itself with published figures.
+/// The standard scenes of ../shared/bench/SCENES.md: boxes, motion and rays,
+/// generated bit for bit as specified (this file's .cpp is compiled with
+/// -ffp-contract=off like the rest of the library). Tests and benchmarks use
+/// them; an engine can too, to compare itself with published figures.
 #pragma once
 
 #include <broadphase/math/aabb.h>
@@ -20,42 +20,42 @@ inline constexpr SceneKind kAllScenes[] = {SceneKind::uniform, SceneKind::cluste
                                            SceneKind::sizes, SceneKind::staticScene,
                                            SceneKind::plane};
 
-const char* sceneName(SceneKind kind);  // "uniform", ..., "static", "plane"
+const char* sceneName(SceneKind kind);  ///< "uniform", ..., "static", "plane"
 std::optional<SceneKind> parseScene(std::string_view name);
 
-// splitmix64 and the float draws of SCENES.md.
+/// splitmix64 and the float draws of SCENES.md.
 struct SceneRng {
   uint64_t state;
   explicit SceneRng(uint64_t seed) : state(seed) {}
   uint64_t next();
-  float uniform();  // [0, 1), 24 random bits
-  float normal();   // Box-Muller, two uniform() draws
+  float uniform();  ///< [0, 1), 24 random bits
+  float normal();   ///< Box-Muller, two uniform() draws
 };
 
 struct Scene {
   SceneKind kind = SceneKind::uniform;
   uint32_t n = 0;
   uint64_t seed = 1;
-  float worldSide = 0;  // L = 4 cbrt(N)
-  Vec3 bounds;          // the motion domain [0, bounds) per axis
+  float worldSide = 0;  ///< L = 4 cbrt(N)
+  Vec3 bounds;          ///< the motion domain [0, bounds) per axis
   int frame = 0;
 
   std::vector<Vec3> centers;
   std::vector<Vec3> extents;
-  std::vector<Vec3> velocities;   // zero for static boxes
-  std::vector<uint8_t> isStatic;  // 1: never moves (the `static` scene)
-  std::vector<Aabb> boxes;        // current exact boxes, index = proxy id
+  std::vector<Vec3> velocities;   ///< zero for static boxes
+  std::vector<uint8_t> isStatic;  ///< 1: never moves (the `static` scene)
+  std::vector<Aabb> boxes;        ///< current exact boxes, index = proxy id
 
-  // Advances one frame of motion: every moving box moves by its velocity,
-  // reflecting off the domain walls, and its box is recomputed.
+  /// Advances one frame of motion: every moving box moves by its velocity,
+  /// reflecting off the domain walls, and its box is recomputed.
   void step();
   uint32_t movingCount() const;
 };
 
 Scene makeScene(SceneKind kind, uint32_t n, uint64_t seed = 1);
 
-// The rays of SCENES.md for a scene of n boxes: own generator (seed 2),
-// length L/4.
+/// The rays of SCENES.md for a scene of n boxes: own generator (seed 2),
+/// length L/4.
 std::vector<Ray> makeRays(uint32_t n, uint32_t count, uint64_t seed = 2);
 
 }  // namespace bp
