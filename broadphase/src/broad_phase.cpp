@@ -108,16 +108,14 @@ void BroadPhase::checkLive(ProxyId id, const char* what) const {
 void BroadPhase::remove(ProxyId id) {
   checkLive(id, "remove");
   const uint32_t i = id.index;
-  if (state_[i] & kPendingAdd) {
-    // Never reached a structure: forget it.
-    pendingAdds_.erase(std::find(pendingAdds_.begin(), pendingAdds_.end(), i));
-  } else {
+  // A proxy that never reached a structure is simply forgotten. Its entries in
+  // pendingAdds_/pendingMoves_ stay behind (finding them would cost O(n) per
+  // remove) and are skipped by applyPending(), which trusts only state_.
+  if (!(state_[i] & kPendingAdd)) {
     pendingRemoves_.push_back({i, side_[i], inner_[i]});
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
   }
-  if (state_[i] & kPendingMove)
-    pendingMoves_.erase(std::find(pendingMoves_.begin(), pendingMoves_.end(), i));
   state_[i] = 0;
   pool_.release(id);
 }
@@ -186,6 +184,7 @@ void BroadPhase::applyPending() {
   pendingRemoves_.clear();
 
   for (uint32_t i : pendingAdds_) {
+    if (!(state_[i] & kPendingAdd)) continue;  // removed before it arrived, or a duplicate
     inner_[i] = sides_[side_[i]]->add(desc_[i].box, desc_[i].motion == MotionType::staticBody, i);
     state_[i] = kInStructure;
   }
@@ -198,6 +197,7 @@ void BroadPhase::applyPending() {
     side.moveBoxes.clear();
   }
   for (uint32_t i : pendingMoves_) {
+    if (!(state_[i] & kPendingMove)) continue;  // removed since, or a duplicate
     Side& side = *sides_[side_[i]];
     side.moveIds.push_back(inner_[i]);
     side.moveBoxes.push_back(desc_[i].box);
@@ -399,12 +399,13 @@ std::string BroadPhase::validate() const {
     if (side.outer[inner_[i].index] != i)
       return "proxy " + std::to_string(i) + " maps to a structure slot that maps elsewhere";
   }
-  uint32_t inStructures = 0;
+  uint32_t inStructures = 0, waiting = 0;
   for (int s = 0; s < 2; ++s)
     if (sides_[s]) inStructures += sides_[s]->proxyCount();
-  if (inStructures + pendingAdds_.size() != pool_.liveCount() + pendingRemoves_.size())
+  for (uint32_t i = 0; i < state_.size(); ++i) waiting += (state_[i] & kPendingAdd) != 0;
+  if (inStructures + waiting != pool_.liveCount() + pendingRemoves_.size())
     return "structures hold " + std::to_string(inStructures) + " proxies, expected " +
-           std::to_string(pool_.liveCount() + pendingRemoves_.size() - pendingAdds_.size());
+           std::to_string(pool_.liveCount() + pendingRemoves_.size() - waiting);
   return {};
 }
 
