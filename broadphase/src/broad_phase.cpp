@@ -134,25 +134,31 @@ void BroadPhase::remove(std::span<const ProxyId> ids) {
 void BroadPhase::move(ProxyId id, const Aabb& box) {
   checkLive(id, "move");
   if (!isValid(box)) throwError(ErrorCode::invalidBox, "move: " + describeInvalid(box));
-  const uint32_t i = id.index;
+  recordMove(id.index, box);
+}
+
+void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
+  if (ids.size() != boxes.size())
+    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) +
+                                               " handles but " + std::to_string(boxes.size()) +
+                                               " boxes");
+  // Validate everything first (nothing changes if any entry is bad), then
+  // record without checking again: this is the per-frame hot path.
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (!pool_.isLive(ids[k])) checkLive(ids[k], "move");
+    if (!isValid(boxes[k]))
+      throwError(ErrorCode::invalidBox,
+                 "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+  }
+  for (size_t k = 0; k < ids.size(); ++k) recordMove(ids[k].index, boxes[k]);
+}
+
+void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
   desc_[i].box = box;
   if (!(state_[i] & (kPendingAdd | kPendingMove))) {
     state_[i] |= kPendingMove;
     pendingMoves_.push_back(i);
   }
-}
-
-void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
-  if (ids.size() != boxes.size())
-    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " handles but " +
-                                               std::to_string(boxes.size()) + " boxes");
-  for (size_t k = 0; k < ids.size(); ++k) {
-    checkLive(ids[k], "move");
-    if (!isValid(boxes[k]))
-      throwError(ErrorCode::invalidBox,
-                 "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
-  }
-  for (size_t k = 0; k < ids.size(); ++k) move(ids[k], boxes[k]);
 }
 
 void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
@@ -213,6 +219,7 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
   Side* statics = sides_[1].get();
   // The moving side's own pairs and (in `automatic`) moving-versus-static
   // pairs are independent: run them as two tasks.
+  if (statics && statics->proxyCount() == 0) statics = nullptr;  // nothing to pair against
   scheduler_->invoke([&] { main.findPairs(*scheduler_); },
                      [&] {
                        if (statics) statics->pairAgainst(*scheduler_, main, desc_);
@@ -315,6 +322,7 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   applyPending();
   Side& main = *sides_[0];
   Side* statics = sides_[1].get();
+  if (statics && statics->proxyCount() == 0) statics = nullptr;  // nothing to pair against
   scheduler_->invoke([&] { main.findPairs(*scheduler_); },
                      [&] {
                        if (statics) statics->pairAgainst(*scheduler_, main, desc_);

@@ -190,6 +190,7 @@ class BroadPhase {
   enum : uint8_t { kPendingAdd = 1, kInStructure = 2, kPendingMove = 4 };
 
   void checkLive(ProxyId id, const char* what) const;
+  void recordMove(uint32_t index, const Aabb& box);
   Side& sideFor(MotionType motion);
   void applyPending();
   void collectPairs(std::vector<ProxyPair>& out);
