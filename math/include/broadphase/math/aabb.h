@@ -32,21 +32,22 @@ struct Aabb {
 static_assert(sizeof(Aabb) == 24, "Aabb is two packed Vec3");
 
 inline bool overlaps(const Aabb& a, const Aabb& b) {
-  // Written with & not && so that the six compares compile to one branch.
-  return (a.min.x() <= b.max.x()) & (b.min.x() <= a.max.x()) & (a.min.y() <= b.max.y()) &
-         (b.min.y() <= a.max.y()) & (a.min.z() <= b.max.z()) & (b.min.z() <= a.max.z());
+  // Written with & on ints, not &&, so that the six compares compile to one
+  // branch (or none) instead of six.
+  return int(a.min.x() <= b.max.x()) & int(b.min.x() <= a.max.x()) & int(a.min.y() <= b.max.y()) &
+         int(b.min.y() <= a.max.y()) & int(a.min.z() <= b.max.z()) & int(b.min.z() <= a.max.z());
 }
 
 // True when `outer` contains `inner` entirely (closed intervals).
 inline bool contains(const Aabb& outer, const Aabb& inner) {
-  return (outer.min.x() <= inner.min.x()) & (outer.min.y() <= inner.min.y()) &
-         (outer.min.z() <= inner.min.z()) & (inner.max.x() <= outer.max.x()) &
-         (inner.max.y() <= outer.max.y()) & (inner.max.z() <= outer.max.z());
+  return int(outer.min.x() <= inner.min.x()) & int(outer.min.y() <= inner.min.y()) &
+         int(outer.min.z() <= inner.min.z()) & int(inner.max.x() <= outer.max.x()) &
+         int(inner.max.y() <= outer.max.y()) & int(inner.max.z() <= outer.max.z());
 }
 
 inline bool containsPoint(const Aabb& box, const Vec3& p) {
-  return (box.min.x() <= p.x()) & (p.x() <= box.max.x()) & (box.min.y() <= p.y()) &
-         (p.y() <= box.max.y()) & (box.min.z() <= p.z()) & (p.z() <= box.max.z());
+  return int(box.min.x() <= p.x()) & int(p.x() <= box.max.x()) & int(box.min.y() <= p.y()) &
+         int(p.y() <= box.max.y()) & int(box.min.z() <= p.z()) & int(p.z() <= box.max.z());
 }
 
 inline Aabb merge(const Aabb& a, const Aabb& b) {
@@ -77,7 +78,8 @@ inline float distanceSquared(const Aabb& box, const Vec3& p) {
 inline bool isValid(const Aabb& box) {
   return isFinite(box.min) && isFinite(box.max) && isWithinLimit(box.min) &&
          isWithinLimit(box.max) &&
-         (box.min.x() <= box.max.x()) & (box.min.y() <= box.max.y()) & (box.min.z() <= box.max.z());
+         int(box.min.x() <= box.max.x()) & int(box.min.y() <= box.max.y()) &
+             int(box.min.z() <= box.max.z());
 }
 
 // Why a box is not valid, for error messages; empty when it is valid.
