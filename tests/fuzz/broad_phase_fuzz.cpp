@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -167,12 +168,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const bool valid = bp::describeInvalidRay(o, d, len).empty();
         bp::RayHit hit;
         bool threw = false;
+        std::string why;
         try {
           hit = bp.castRay(o, d, len);
-        } catch (const bp::Error&) {
+        } catch (const bp::Error& e) {
           threw = true;
+          why = e.what();
         }
-        if (threw == valid) fail("castRay: wrong acceptance");
+        if (threw == valid) fail(("castRay: wrong acceptance: " + why).c_str());
         if (!threw) {
           const bp::RayHit want =
               bp::brute::castRayClosest(committed, bp::makeRay(o, d, len), committedLive);
