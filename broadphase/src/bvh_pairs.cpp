@@ -28,6 +28,7 @@ struct PairTask {
   uint32_t b;  // a node or leaf of the dynamic (crossDynamic) or static tree
   PairKind kind;
 };
+static_assert(sizeof(PairTask) == 12, "stack entries stay small");
 
 constexpr size_t kPairTasks = 256;
 constexpr size_t kStreamChunk = 4096;
@@ -110,7 +111,16 @@ struct PairWalk {
     while (!stack.empty()) {
       const PairTask t = stack.pop();
       step(
-          t, [&](const PairTask& c) { stack.push(c); }, &sink);
+          t,
+          [&](const PairTask& c) {
+            // The pushed nodes are popped soon (LIFO): start loading them now.
+            if (!isBvhLeaf(c.a)) __builtin_prefetch(&dynamicNodes[c.a]);
+            if (c.kind != PairKind::self && !isBvhLeaf(c.b))
+              __builtin_prefetch(c.kind == PairKind::crossStatic ? &staticNodes[c.b]
+                                                                 : &dynamicNodes[c.b]);
+            stack.push(c);
+          },
+          &sink);
     }
   }
 };
