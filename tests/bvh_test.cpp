@@ -74,7 +74,7 @@ TEST(Bvh, ReferencePairsOnEveryScene) {
       ASSERT_EQ(bvh.validate(), "") << ref.scene << " frame " << ref.frame;
       EXPECT_EQ(pairs.size(), ref.pairs) << ref.scene << " frame " << ref.frame;
       EXPECT_EQ(hashPairs(pairs), ref.hash) << ref.scene << " frame " << ref.frame;
-      if (ref.frame == 0 || ref.frame == 30) {
+      if (ref.frame == 30) {  // brute force is O(N^2): once per scene
         EXPECT_TRUE(test::samePairs(brute::findPairs(scene.boxes, scene.isStatic), pairs))
             << ref.scene << " frame " << ref.frame;
       }
