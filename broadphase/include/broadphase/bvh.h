@@ -39,6 +39,7 @@ namespace bp {
 
 struct BvhConfig {
   // Fat box = exact box grown by `margin` on every side (world units, >= 0).
+  // Static proxies get no margin: their fat box is the exact box.
   float margin = 0.1f;
   // Also stretch the fat box by displacementScale x the last displacement in
   // the direction of motion, so that a steadily moving proxy stays inside it
