@@ -16,6 +16,12 @@
 // branch and bound over the sibling choice), many at once trigger a full
 // binned-SAH rebuild in parallel tasks. A tree whose SAH cost grew past
 // BvhConfig::rebuildRatio times its cost after the last build is rebuilt.
+//
+// findPairs walks the dynamic tree against itself and against the static
+// tree simultaneously (each pair met once, at its lowest common ancestor),
+// in tasks with per-worker buffers, then sorts by (a, b) with a counting sort
+// on a: the same list for any thread count. Queries walk both trees with an
+// explicit, growing stack, nearest child first.
 #pragma once
 
 #include <broadphase/bvh_node.h>
