@@ -45,14 +45,17 @@ namespace bp {
 
 struct BvhConfig {
   // Fat box = exact box grown by `margin` on every side (world units, >= 0).
-  // Static proxies get no margin: their fat box is the exact box.
-  float margin = 0.1f;
+  // Static proxies get no margin: their fat box is the exact box. Measured on
+  // the standard scenes (0.1 units/frame): tight boxes win, because every
+  // false candidate costs more in findPairs than a refit of escaped leaves.
+  // margin 0.02 + 1 x displacement beat 0.1 + 2 x by 10-20 %.
+  float margin = 0.02f;
   // Also stretch the fat box by displacementScale x the last displacement in
   // the direction of motion, so that a steadily moving proxy stays inside it
   // for several frames. A jump larger than the box itself (a teleport) is not
   // extrapolated.
   bool extendByDisplacement = true;
-  float displacementScale = 2.0f;
+  float displacementScale = 1.0f;
   // Rebuild a tree when its SAH cost exceeds rebuildRatio x its cost right
   // after the last full build (> 1).
   float rebuildRatio = 1.3f;
