@@ -415,6 +415,28 @@ TEST(Bvh, EmptyAndTinyStructures) {
   EXPECT_GT(bvh.memoryBytes(), 0u);
 }
 
+// Big batches on a big tree take the Morton-ordered path of castRays: each
+// result must still land in its own ray's slot.
+TEST(Bvh, BigRayBatchesInMortonOrder) {
+  Scheduler scheduler(2);
+  const Scene scene = makeScene(SceneKind::uniform, 40000, 6);
+  Bvh bvh;
+  addScene(bvh, scene);
+  bvh.update(scheduler);
+  ASSERT_GE(bvh.dynamicStats().nodes, 32768u);
+  const auto rays = makeRays(40000, 6000, 7);
+  std::vector<RayHit> closest(rays.size()), any(rays.size());
+  bvh.castRays(scheduler, rays, closest, RayQuery::closest);
+  bvh.castRays(scheduler, rays, any, RayQuery::any);
+  for (size_t k = 0; k < rays.size(); ++k) {
+    ASSERT_EQ(closest[k], bvh.castRay(rays[k], RayQuery::closest)) << "ray " << k;
+    ASSERT_EQ(any[k], bvh.castRay(rays[k], RayQuery::any)) << "ray " << k;
+    if (k < 100) {
+      ASSERT_EQ(closest[k], brute::castRayClosest(scene.boxes, rays[k])) << "ray " << k;
+    }
+  }
+}
+
 TEST(Bvh, StackGrowsAndNeverTruncates) {
   BvhStack<uint32_t> stack;
   for (uint32_t i = 0; i < 10000; ++i) stack.push(i);
