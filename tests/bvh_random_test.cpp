@@ -156,13 +156,13 @@ TEST(BvhRandom, ManyProxiesFewChanges) {
   SceneRng rng(99);
   Bvh bvh;
   Model m;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 1500; ++i) {
     const Aabb box = randomBox(rng);
     const bool stat = i % 3 == 0;
     m.set(bvh.add(box, stat), box, stat);
   }
   std::vector<Pair> pairs;
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < 25; ++round) {
     const auto live = m.liveIndices();
     for (int k = 0; k < 30; ++k) {
       const uint32_t i = live[size_t(rng.uniform() * float(live.size()))];

@@ -53,7 +53,10 @@ ProxyId Bvh::add(const Aabb& box, bool isStatic) {
     isStatic_.resize(i + 1);
   }
   exact_[i] = box;
-  fat_[i] = fatten(box, config_.margin);
+  // Static proxies are not expected to move: no margin, so the static tree is
+  // tight (fewer false candidates against it, faster rays). A static proxy
+  // that does move simply escapes its box every time.
+  fat_[i] = isStatic ? box : fatten(box, config_.margin);
   isStatic_[i] = isStatic ? 1 : 0;
   movedPos_[i] = kNullIndex;
   BvhTree& tree = treeOf(i);
@@ -113,7 +116,7 @@ void Bvh::applyMove(uint32_t i, const Aabb& box) {
   exact_[i] = box;
   pending_ = true;
   if (bp::contains(fat_[i], box)) return;  // the tree is untouched
-  fat_[i] = fatBoxAfterMove(old, box);
+  fat_[i] = isStatic_[i] ? box : fatBoxAfterMove(old, box);
   if (leafRef_[i] & kPendingInsert) return;  // the insert will read fat_
   if (movedPos_[i] == kNullIndex) {
     BvhTree& tree = treeOf(i);

@@ -17,9 +17,42 @@
 
 #include <algorithm>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 namespace bp {
 
 namespace {
+
+// overlaps() for two boxes that sit inside nodes, three axes in one compare.
+// Each 16-byte load reads one float past the corner, which is still inside
+// the node (the next box or the child indices); that lane is masked off.
+inline bool slotsOverlap(const Aabb& a, const Aabb& b) {
+#if defined(__SSE2__)
+  const __m128 aMin = _mm_loadu_ps(a.min.data()), aMax = _mm_loadu_ps(a.max.data());
+  const __m128 bMin = _mm_loadu_ps(b.min.data()), bMax = _mm_loadu_ps(b.max.data());
+  const __m128 ok = _mm_and_ps(_mm_cmple_ps(aMin, bMax), _mm_cmple_ps(bMin, aMax));
+  return (_mm_movemask_ps(ok) & 7) == 7;
+#else
+  return overlaps(a, b);
+#endif
+}
+
+// overlaps() for any two boxes (exact boxes may end their array): max is
+// loaded from one float earlier and shuffled down, so no load leaves the box.
+inline bool boxesOverlap(const Aabb& a, const Aabb& b) {
+#if defined(__SSE2__)
+  const __m128 aMin = _mm_loadu_ps(a.min.data()), bMin = _mm_loadu_ps(b.min.data());
+  const __m128 aHi = _mm_loadu_ps(a.min.data() + 2), bHi = _mm_loadu_ps(b.min.data() + 2);
+  const __m128 aMax = _mm_shuffle_ps(aHi, aHi, _MM_SHUFFLE(3, 3, 2, 1));
+  const __m128 bMax = _mm_shuffle_ps(bHi, bHi, _MM_SHUFFLE(3, 3, 2, 1));
+  const __m128 ok = _mm_and_ps(_mm_cmple_ps(aMin, bMax), _mm_cmple_ps(bMin, aMax));
+  return (_mm_movemask_ps(ok) & 7) == 7;
+#else
+  return overlaps(a, b);
+#endif
+}
 
 enum class PairKind : uint32_t { self, crossDynamic, crossStatic };
 
@@ -28,6 +61,7 @@ struct PairTask {
   uint32_t b;  // a node or leaf of the dynamic (crossDynamic) or static tree
   PairKind kind;
 };
+static_assert(sizeof(PairTask) == 12, "stack entries stay small");
 
 constexpr size_t kPairTasks = 256;
 constexpr size_t kStreamChunk = 4096;
@@ -60,7 +94,7 @@ struct PairWalk {
       const BvhNode& n = dynamicNodes[t.a];
       if (!isBvhLeaf(n.child[0])) push({n.child[0], 0, PairKind::self});
       if (!isBvhLeaf(n.child[1])) push({n.child[1], 0, PairKind::self});
-      if (overlaps(n.bounds[0], n.bounds[1]))
+      if (slotsOverlap(n.bounds[0], n.bounds[1]))
         push({n.child[0], n.child[1], PairKind::crossDynamic});
       return;
     }
@@ -68,7 +102,7 @@ struct PairWalk {
     const bool aLeaf = isBvhLeaf(t.a), bLeaf = isBvhLeaf(t.b);
     if (aLeaf && bLeaf) {
       const uint32_t p = bvhLeafProxy(t.a), q = bvhLeafProxy(t.b);
-      if (sink && overlaps(exact[p], exact[q])) sink->emit(p, q);
+      if (sink && boxesOverlap(exact[p], exact[q])) sink->emit(p, q);
       if (!sink) push(t);
       return;
     }
@@ -78,10 +112,10 @@ struct PairWalk {
       const Aabb& box = exact[bvhLeafProxy(leaf)];
       const BvhNode& n = aLeaf ? bNodes[t.b] : dynamicNodes[t.a];
       for (int s = 0; s < 2; ++s) {
-        if (!overlaps(box, n.bounds[s])) continue;
+        if (!boxesOverlap(box, n.bounds[s])) continue;
         const uint32_t c = n.child[s];
         if (sink && isBvhLeaf(c)) {
-          if (overlaps(box, exact[bvhLeafProxy(c)]))
+          if (boxesOverlap(box, exact[bvhLeafProxy(c)]))
             sink->emit(bvhLeafProxy(leaf), bvhLeafProxy(c));
         } else {
           push(aLeaf ? PairTask{t.a, c, t.kind} : PairTask{c, t.b, t.kind});
@@ -93,11 +127,11 @@ struct PairWalk {
     const BvhNode& nb = bNodes[t.b];
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 2; ++j) {
-        if (!overlaps(na.bounds[i], nb.bounds[j])) continue;
+        if (!slotsOverlap(na.bounds[i], nb.bounds[j])) continue;
         const uint32_t ca = na.child[i], cb = nb.child[j];
         if (sink && isBvhLeaf(ca) && isBvhLeaf(cb)) {
           const uint32_t p = bvhLeafProxy(ca), q = bvhLeafProxy(cb);
-          if (overlaps(exact[p], exact[q])) sink->emit(p, q);
+          if (boxesOverlap(exact[p], exact[q])) sink->emit(p, q);
         } else {
           push({ca, cb, t.kind});
         }
@@ -110,7 +144,16 @@ struct PairWalk {
     while (!stack.empty()) {
       const PairTask t = stack.pop();
       step(
-          t, [&](const PairTask& c) { stack.push(c); }, &sink);
+          t,
+          [&](const PairTask& c) {
+            // The pushed nodes are popped soon (LIFO): start loading them now.
+            if (!isBvhLeaf(c.a)) __builtin_prefetch(&dynamicNodes[c.a]);
+            if (c.kind != PairKind::self && !isBvhLeaf(c.b))
+              __builtin_prefetch(c.kind == PairKind::crossStatic ? &staticNodes[c.b]
+                                                                 : &dynamicNodes[c.b]);
+            stack.push(c);
+          },
+          &sink);
     }
   }
 };

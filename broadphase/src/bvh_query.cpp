@@ -61,6 +61,7 @@ struct RayEntry {
   uint32_t node;
   float tEntry;
 };
+static_assert(sizeof(RayEntry) == 8, "stack entries stay small");
 
 // The state of one ray (or swept box) walking both trees. `grow` enlarges
 // every box tested (zero for a ray, the half extent for castBox).

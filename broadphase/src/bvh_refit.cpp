@@ -21,7 +21,7 @@ constexpr uint32_t kCostChunk = 4096;
 // Past this fraction of moved leaves nearly every node is an ancestor of one:
 // refit them all rather than mark ancestors one walk at a time.
 constexpr uint32_t kRefitAllDivisor = 16;
-constexpr uint32_t kRefitAllNodesBit = 0x80000000u;
+constexpr uint32_t kChildrenDoneBit = 0x80000000u;  // node indices stay below 2^31
 
 // Recomputes the slots of n that hold nodes from those nodes' two slots.
 inline void refitNode(BvhNode* nodes, uint32_t n) {
@@ -45,11 +45,11 @@ void refitSubtree(BvhNode* nodes, uint32_t root, bool everyNode) {
   stack.push(root);
   while (!stack.empty()) {
     const uint32_t entry = stack.pop();
-    if (entry & kRefitAllNodesBit) {
-      refitNode(nodes, entry & ~kRefitAllNodesBit);
+    if (entry & kChildrenDoneBit) {
+      refitNode(nodes, entry & ~kChildrenDoneBit);
       continue;
     }
-    stack.push(entry | kRefitAllNodesBit);
+    stack.push(entry | kChildrenDoneBit);
     for (int s = 0; s < 2; ++s)
       if (needsRefit(nodes, nodes[entry].child[s], everyNode)) stack.push(nodes[entry].child[s]);
   }

@@ -56,6 +56,7 @@ struct SiblingCandidate {
   float inherited;
   uint32_t node;
 };
+static_assert(sizeof(SiblingCandidate) == 12);
 
 bool worseCandidate(const SiblingCandidate& x, const SiblingCandidate& y) {
   return x.lowerBound > y.lowerBound || (x.lowerBound == y.lowerBound && x.node > y.node);

@@ -16,6 +16,12 @@
 // branch and bound over the sibling choice), many at once trigger a full
 // binned-SAH rebuild in parallel tasks. A tree whose SAH cost grew past
 // BvhConfig::rebuildRatio times its cost after the last build is rebuilt.
+//
+// findPairs walks the dynamic tree against itself and against the static
+// tree simultaneously (each pair met once, at its lowest common ancestor),
+// in tasks with per-worker buffers, then sorts by (a, b) with a counting sort
+// on a: the same list for any thread count. Queries walk both trees with an
+// explicit, growing stack, nearest child first.
 #pragma once
 
 #include <broadphase/bvh_node.h>
@@ -39,13 +45,17 @@ namespace bp {
 
 struct BvhConfig {
   // Fat box = exact box grown by `margin` on every side (world units, >= 0).
-  float margin = 0.1f;
+  // Static proxies get no margin: their fat box is the exact box. Measured on
+  // the standard scenes (0.1 units/frame): tight boxes win, because every
+  // false candidate costs more in findPairs than a refit of escaped leaves.
+  // margin 0.02 + 1 x displacement beat 0.1 + 2 x by 10-20 %.
+  float margin = 0.02f;
   // Also stretch the fat box by displacementScale x the last displacement in
   // the direction of motion, so that a steadily moving proxy stays inside it
   // for several frames. A jump larger than the box itself (a teleport) is not
   // extrapolated.
   bool extendByDisplacement = true;
-  float displacementScale = 2.0f;
+  float displacementScale = 1.0f;
   // Rebuild a tree when its SAH cost exceeds rebuildRatio x its cost right
   // after the last full build (> 1).
   float rebuildRatio = 1.3f;
