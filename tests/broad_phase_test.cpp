@@ -421,3 +421,29 @@ TEST(BroadPhase, SharedArena) {
 
 }  // namespace
 }  // namespace bp
+
+namespace bp {
+namespace {
+
+// Found by the fuzzer: a static side emptied by a remove must still be
+// updated, or every later query sees pending changes.
+TEST(BroadPhase, QueriesAfterTheLastStaticIsRemoved) {
+  for (Structure structure : kStructures) {
+    BroadPhase bp({.structure = structure, .threads = 2});
+    const ProxyId ground = bp.add({.box = Aabb{Vec3(-5, -1, -5), Vec3(5, 0, 5)},
+                                   .motion = MotionType::staticBody});
+    const ProxyId body = bp.add({.box = Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)}});
+    EXPECT_EQ(bp.update().pairs.size(), 1u);
+    bp.remove(ground);
+    EXPECT_EQ(bp.update().ended.size(), 1u);
+    EXPECT_EQ(bp.castRay(Vec3(0.5f, 5, 0.5f), Vec3(0, -1, 0), 10).proxy, body.index);
+    std::vector<Neighbour> n;
+    bp.nearest(Vec3(0, -3, 0), 1, n);
+    ASSERT_EQ(n.size(), 1u);
+    EXPECT_EQ(n[0].proxy, body.index);
+    EXPECT_THROW(bp.nearest(Vec3(0, 0, 0), 0, n), Error);
+  }
+}
+
+}  // namespace
+}  // namespace bp

@@ -219,11 +219,13 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
   Side* statics = sides_[1].get();
   // The moving side's own pairs and (in `automatic`) moving-versus-static
   // pairs are independent: run them as two tasks.
-  if (statics && statics->proxyCount() == 0) statics = nullptr;  // nothing to pair against
+  // The static side is always brought up to date (queries need it), but
+  // only queried against when it holds something.
   scheduler_->invoke([&] { main.findPairs(*scheduler_); },
                      [&] {
                        if (statics) statics->pairAgainst(*scheduler_, main, desc_);
                      });
+  if (statics && statics->proxyCount() == 0) statics = nullptr;
 
   // Map structure indices to proxy indices, apply filters and motion rules.
   const bool kk = config_.pairKinematicKinematic;
@@ -322,11 +324,13 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   applyPending();
   Side& main = *sides_[0];
   Side* statics = sides_[1].get();
-  if (statics && statics->proxyCount() == 0) statics = nullptr;  // nothing to pair against
+  // The static side is always brought up to date (queries need it), but
+  // only queried against when it holds something.
   scheduler_->invoke([&] { main.findPairs(*scheduler_); },
                      [&] {
                        if (statics) statics->pairAgainst(*scheduler_, main, desc_);
                      });
+  if (statics && statics->proxyCount() == 0) statics = nullptr;
   const bool kk = config_.pairKinematicKinematic;
   auto deliver = [&](std::span<const Pair> raw, const std::vector<uint32_t>& outerA,
                      const std::vector<uint32_t>& outerB) {

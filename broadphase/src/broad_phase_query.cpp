@@ -189,8 +189,8 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
                          const Filter& filter) const {
   if (!isFinite(point) || !isWithinLimit(point))
     throwError(ErrorCode::invalidArgument, "nearest: point is not finite or beyond 2^24");
+  if (k == 0) throwError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
   out.clear();
-  if (k == 0) return;
   std::vector<Neighbour> found;
   forEachSide([&](const Side& side) {
     // Fetch more until k accepted neighbours are in hand and the last one

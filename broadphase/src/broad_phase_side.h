@@ -75,6 +75,8 @@ struct BroadPhase::Side {
   // nothing writes during the frame.
   void pairAgainst(Scheduler& scheduler, const Side& moving, const std::vector<ProxyDesc>& desc) {
     visit([&](auto& s) { s.update(scheduler); });
+    pairs.clear();
+    if (proxyCount() == 0) return;  // nothing to pair against: skip n queries
     if (!buffers || buffers->size() != scheduler.threadCount())
       buffers = std::make_unique<PerWorker<std::vector<Pair>>>(scheduler.threadCount());
     buffers->forEachSlot([](std::vector<Pair>& b) { b.clear(); });
