@@ -132,8 +132,7 @@ size_t SweepGrid::memoryBytes() const {
   for (const PaddedCell& pc : cells_) {
     const SweepCell& c = pc.value;
     add(c.ids);
-    add(c.x);
-    add(c.yz);
+    add(c.keys);
     add(c.flags);
   }
   for (int w = 0; w < pairBuffers_.size(); ++w) add(pairBuffers_[w]);

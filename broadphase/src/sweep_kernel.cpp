@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__SSE2__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -62,31 +62,47 @@ void radixSortPairs(std::vector<Pair>& pairs, std::vector<Pair>& scratch, uint32
 void SweepGrid::sweepCell(uint32_t cell, std::vector<Pair>& out) const {
   const SweepCell& c = cells_[cell].value;
   const uint32_t n = c.size();
-  const float* minX = c.minX();
-  const float* maxX = c.maxX();
-  const SweepYZ* yz = c.yz.data();
+  const float* minX = c.key(0);
+  const float* maxX = c.key(1);
+  const float* minY = c.key(2);
+  const float* maxY = c.key(3);
+  const float* minZ = c.key(4);
+  const float* maxZ = c.key(5);
   const uint8_t* flags = c.flags.data();
   const uint32_t* ids = c.ids.data();
   for (uint32_t i = 0; i < n; ++i) {
-    const float xi = maxX[i];
     const uint8_t fi = flags[i];
-#if defined(__SSE2__)
-    // Lanes: (maxY, maxZ, -minY, -minZ) of box i against (minY, minZ, -maxY, -maxZ) of j.
-    const __m128 q = _mm_set_ps(-yz[i].minZ, -yz[i].minY, -yz[i].negMaxZ, -yz[i].negMaxY);
-    // The +inf sentinel at minX[n] ends the scan: no bound check.
-    for (uint32_t j = i + 1; minX[j] <= xi; ++j) {
-      const __m128 b = _mm_load_ps(&yz[j].minY);
-      const int inside = _mm_movemask_ps(_mm_cmple_ps(b, q));
-      if ((inside == 0xF) & reportedHere(fi, flags[j])) out.push_back(makePair(ids[i], ids[j]));
+    const uint32_t idi = ids[i];
+#if defined(__AVX2__)
+    // Eight candidates per step. Keys are sorted, so the lanes passing the x
+    // test are a prefix; a block not entirely inside ends the scan, and the
+    // +inf padding ends it at the latest at n, so reads stay in the arrays.
+    const __m256 xi = _mm256_set1_ps(maxX[i]);
+    const __m256 loY = _mm256_set1_ps(minY[i]), hiY = _mm256_set1_ps(maxY[i]);
+    const __m256 loZ = _mm256_set1_ps(minZ[i]), hiZ = _mm256_set1_ps(maxZ[i]);
+    for (uint32_t j = i + 1;; j += 8) {
+      const __m256 inX = _mm256_cmp_ps(_mm256_loadu_ps(minX + j), xi, _CMP_LE_OQ);
+      const int xMask = _mm256_movemask_ps(inX);
+      if (xMask == 0) break;
+      const __m256 inY = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(minY + j), hiY, _CMP_LE_OQ),
+                                       _mm256_cmp_ps(loY, _mm256_loadu_ps(maxY + j), _CMP_LE_OQ));
+      const __m256 inZ = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(minZ + j), hiZ, _CMP_LE_OQ),
+                                       _mm256_cmp_ps(loZ, _mm256_loadu_ps(maxZ + j), _CMP_LE_OQ));
+      uint32_t hits = uint32_t(_mm256_movemask_ps(_mm256_and_ps(inX, _mm256_and_ps(inY, inZ))));
+      while (hits) {
+        const uint32_t jj = j + uint32_t(__builtin_ctz(hits));
+        hits &= hits - 1;
+        if (reportedHere(fi, flags[jj])) out.push_back(makePair(idi, ids[jj]));
+      }
+      if (xMask != 0xFF) break;
     }
 #else
-    const float maxYi = -yz[i].negMaxY, maxZi = -yz[i].negMaxZ;
-    const float minYi = yz[i].minY, minZi = yz[i].minZ;
+    const float xi = maxX[i];
+    const float loY = minY[i], hiY = maxY[i], loZ = minZ[i], hiZ = maxZ[i];
+    // The +inf sentinel at minX[n] ends the scan: no bound check.
     for (uint32_t j = i + 1; minX[j] <= xi; ++j) {
-      const SweepYZ& b = yz[j];
-      const bool hit =
-          (b.minY <= maxYi) & (b.minZ <= maxZi) & (minYi <= -b.negMaxY) & (minZi <= -b.negMaxZ);
-      if (hit & reportedHere(fi, flags[j])) out.push_back(makePair(ids[i], ids[j]));
+      const bool inside = (minY[j] <= hiY) & (loY <= maxY[j]) & (minZ[j] <= hiZ) & (loZ <= maxZ[j]);
+      if (inside & reportedHere(fi, flags[j])) out.push_back(makePair(idi, ids[j]));
     }
 #endif
   }
@@ -105,12 +121,14 @@ void SweepGrid::pairOverflowBox(uint32_t slot, std::vector<Pair>& out) const {
     const uint32_t n = c.size();
     const float* minX = c.minX();
     const float* maxX = c.maxX();
+    const float* minY = c.key(2);
+    const float* maxY = c.key(3);
+    const float* minZ = c.key(4);
+    const float* maxZ = c.key(5);
     for (uint32_t k = 0; k < n && minX[k] <= ob.max.x(); ++k) {
       const uint32_t x = c.ids[k];
-      const SweepYZ& yz = c.yz[k];
-      const bool hit = (ob.min.x() <= maxX[k]) & (yz.minY <= ob.max.y()) &
-                       (ob.min.y() <= -yz.negMaxY) & (yz.minZ <= ob.max.z()) &
-                       (ob.min.z() <= -yz.negMaxZ);
+      const bool hit = (ob.min.x() <= maxX[k]) & (minY[k] <= ob.max.y()) & (ob.min.y() <= maxY[k]) &
+                       (minZ[k] <= ob.max.z()) & (ob.min.z() <= maxZ[k]);
       if (!hit || (oStatic && static_[x])) continue;
       const CellRange& xr = range_[x];
       if (c.coord.x == std::max(orng.lo[0], xr.lo[0]) &&

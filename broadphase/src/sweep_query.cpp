@@ -48,12 +48,6 @@ bool clipRay(const Vec3& origin, const Vec3& invDirection, const Aabb& box, floa
   return tMin <= tMax;
 }
 
-// Box k of a cell as the exact Aabb.
-Aabb entryBox(const SweepCell& c, uint32_t k) {
-  const SweepYZ& yz = c.yz[k];
-  return {Vec3(c.minX()[k], yz.minY, yz.minZ), Vec3(c.maxX()[k], -yz.negMaxY, -yz.negMaxZ)};
-}
-
 float maxAbs(const Vec3& v) {
   return std::max(std::fabs(v.x()), std::max(std::fabs(v.y()), std::fabs(v.z())));
 }
@@ -168,7 +162,7 @@ RayHit SweepGrid::castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) co
       ray, grow, maxT,
       [&](const SweepCell& c) {
         for (uint32_t k = 0; k < c.size(); ++k)
-          if (test(c.ids[k], entryBox(c, k))) return false;
+          if (test(c.ids[k], c.box(k))) return false;
         return true;
       },
       [](float) { return true; });
@@ -205,7 +199,7 @@ void SweepGrid::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
   walkRay(
       ray, Vec3::Zero(), maxT,
       [&](const SweepCell& c) {
-        for (uint32_t k = 0; k < c.size(); ++k) test(c.ids[k], entryBox(c, k));
+        for (uint32_t k = 0; k < c.size(); ++k) test(c.ids[k], c.box(k));
         return true;
       },
       [](float) { return true; });
@@ -253,7 +247,7 @@ void SweepGrid::castRay(const Ray& ray, RayCallback callback) const {
         for (uint32_t k = 0; k < c.size(); ++k) {
           const uint32_t id = c.ids[k];
           float t;
-          if (intersectRayAabb(ray.origin, ray.invDirection, entryBox(c, k), 0.0f, maxT, t) &&
+          if (intersectRayAabb(ray.origin, ray.invDirection, c.box(k), 0.0f, maxT, t) &&
               !delivered.count(id))
             candidates.push_back({id, t});
         }
@@ -299,7 +293,7 @@ void SweepGrid::queryBox(const Aabb& box, OverlapCallback callback) const {
     const float* minX = c.minX();
     for (uint32_t k = 0; k < c.size() && minX[k] <= box.max.x(); ++k) {
       if (((c.flags[k] | cellMask) & kStartsHereMask) != kStartsHereMask) continue;
-      if (overlaps(box, entryBox(c, k)) && !callback(c.ids[k])) return false;
+      if (overlaps(box, c.box(k)) && !callback(c.ids[k])) return false;
     }
     return true;
   });
@@ -317,7 +311,7 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
   const SweepCell& c = cells_[idx].value;
   const float* minX = c.minX();
   for (uint32_t k = 0; k < c.size() && minX[k] <= point.x(); ++k)
-    if (containsPoint(entryBox(c, k), point) && !callback(c.ids[k])) return;
+    if (containsPoint(c.box(k), point) && !callback(c.ids[k])) return;
 }
 
 // Rings of cells around the point's cell, by Chebyshev distance R. Each box is
