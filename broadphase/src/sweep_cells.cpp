@@ -206,7 +206,8 @@ void SweepGrid::refreshCell(uint32_t cell) {
   const uint32_t n = c.size();
   const size_t m = size_t(n) + kSweepPad;
   c.keys.resize(6 * m);
-  c.flags.resize(n);
+  c.flags.resize(m);
+  std::fill(c.flags.begin() + n, c.flags.end(), uint8_t(0));
 
   // One gather pass over the members' exact boxes (random access into boxes_:
   // prefetched a few members ahead).
@@ -240,7 +241,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
       return k[0][a] < k[0][b] || (k[0][a] == k[0][b] && ids[a] < ids[b]);
     });
     std::vector<float> keys(c.keys.size());
-    std::vector<uint8_t> flags2(n);
+    std::vector<uint8_t> flags2(m, 0);
     std::vector<uint32_t> ids2(n);
     for (uint32_t e = 0; e < n; ++e) {
       const uint32_t from = order[e];

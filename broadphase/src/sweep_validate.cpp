@@ -88,7 +88,7 @@ std::string SweepGrid::validate() const {
     if (c.dirty || c.leaving) return "cell left dirty" + where;
     const uint32_t n = c.size();
     if (n == 0) return "empty cell kept" + where;
-    if (c.keys.size() != 6 * c.stride() || c.flags.size() != n)
+    if (c.keys.size() != 6 * c.stride() || c.flags.size() != c.stride())
       return "SoA arrays have the wrong size" + where;
     for (uint32_t p = n; p < c.stride(); ++p)
       if (c.minX()[p] != std::numeric_limits<float>::infinity()) return "sentinel missing" + where;

@@ -91,7 +91,7 @@ struct SweepCell {
   uint8_t leaving = 0;  // a member left: compact before the refresh
   std::vector<uint32_t> ids;
   std::vector<float> keys;
-  std::vector<uint8_t> flags;
+  std::vector<uint8_t> flags;  // n + kSweepPad, padding 0
 
   uint32_t size() const { return static_cast<uint32_t>(ids.size()); }
   size_t stride() const { return ids.size() + kSweepPad; }
