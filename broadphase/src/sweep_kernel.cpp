@@ -3,7 +3,6 @@
 #include <broadphase/sweep_grid.h>
 
 #include <algorithm>
-#include <cstring>
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -21,40 +20,63 @@ inline bool reportedHere(uint8_t fi, uint8_t fj) {
 
 constexpr size_t kStreamChunk = 2048;
 
-// LSD radix sort of pairs on the compact key (a << bBits) | b, which orders
-// like Pair::key() because b < 2^bBits. Deterministic; 11-bit digits.
-void radixSortPairs(std::vector<Pair>& pairs, std::vector<Pair>& scratch, uint32_t capacity) {
-  const size_t n = pairs.size();
-  if (n < 256) {
-    std::sort(pairs.begin(), pairs.end());
+// Concatenates the workers' buffers into `out` sorted by (a, b): an LSD radix
+// sort on the compact key (a << idBits) | b, which orders like Pair::key()
+// because b < 2^idBits. 11-bit digits; all digit histograms come from one read
+// of the buffers, and the first scatter reads the buffers directly, so the
+// pairs cross memory once per digit. Deterministic: the key of a pair is unique.
+void mergeSorted(PerWorker<std::vector<Pair>>& buffers, std::vector<Pair>& out,
+                 std::vector<Pair>& scratch, uint32_t capacity) {
+  size_t n = 0;
+  for (int w = 0; w < buffers.size(); ++w) n += buffers[w].size();
+  out.resize(n);
+  if (n < 1024) {
+    size_t at = 0;
+    for (int w = 0; w < buffers.size(); ++w) {
+      std::copy(buffers[w].begin(), buffers[w].end(), out.begin() + ptrdiff_t(at));
+      at += buffers[w].size();
+    }
+    std::sort(out.begin(), out.end());
     return;
   }
   uint32_t idBits = 1;
   while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
-  const uint32_t keyBits = 2 * idBits;
   constexpr uint32_t kDigitBits = 11;
   constexpr uint32_t kBuckets = 1u << kDigitBits;
-  scratch.resize(n);
-  Pair* src = pairs.data();
-  Pair* dst = scratch.data();
-  std::vector<uint32_t> count(kBuckets);
-  for (uint32_t shift = 0; shift < keyBits; shift += kDigitBits) {
-    auto digit = [&](const Pair& p) {
-      const uint64_t k = (uint64_t(p.a) << idBits) | p.b;
-      return uint32_t(k >> shift) & (kBuckets - 1);
-    };
-    std::fill(count.begin(), count.end(), 0u);
-    for (size_t i = 0; i < n; ++i) ++count[digit(src[i])];
-    uint32_t sum = 0;
-    for (uint32_t& c : count) {
-      const uint32_t t = c;
-      c = sum;
-      sum += t;
+  const uint32_t passes = (2 * idBits + kDigitBits - 1) / kDigitBits;
+  auto keyOf = [idBits](const Pair& p) { return (uint64_t(p.a) << idBits) | p.b; };
+
+  std::vector<uint32_t> count(size_t(passes) * kBuckets, 0);
+  for (int w = 0; w < buffers.size(); ++w)
+    for (const Pair& p : buffers[w]) {
+      const uint64_t k = keyOf(p);
+      for (uint32_t d = 0; d < passes; ++d)
+        ++count[d * kBuckets + (uint32_t(k >> (d * kDigitBits)) & (kBuckets - 1))];
     }
-    for (size_t i = 0; i < n; ++i) dst[count[digit(src[i])]++] = src[i];
-    std::swap(src, dst);
+  for (uint32_t d = 0; d < passes; ++d) {
+    uint32_t sum = 0;
+    for (uint32_t b = 0; b < kBuckets; ++b) {
+      const uint32_t c = count[d * kBuckets + b];
+      count[d * kBuckets + b] = sum;
+      sum += c;
+    }
   }
-  if (src != pairs.data()) std::memcpy(pairs.data(), src, n * sizeof(Pair));
+  // Destinations alternate so that the last pass writes into `out`.
+  scratch.resize(n);
+  Pair* dst = passes % 2 == 1 ? out.data() : scratch.data();
+  Pair* other = passes % 2 == 1 ? scratch.data() : out.data();
+  uint32_t* offset = count.data();
+  for (int w = 0; w < buffers.size(); ++w)
+    for (const Pair& p : buffers[w]) dst[offset[uint32_t(keyOf(p)) & (kBuckets - 1)]++] = p;
+  for (uint32_t d = 1; d < passes; ++d) {
+    std::swap(dst, other);  // `other` now holds the last pass's output
+    offset = count.data() + size_t(d) * kBuckets;
+    const uint32_t shift = d * kDigitBits;
+    for (size_t i = 0; i < n; ++i) {
+      const Pair& p = other[i];
+      dst[offset[uint32_t(keyOf(p) >> shift) & (kBuckets - 1)]++] = p;
+    }
+  }
 }
 
 }  // namespace
@@ -201,18 +223,9 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
 void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
   findPairsInto(scheduler, [](std::vector<Pair>&, bool) {});
-  size_t total = 0;
-  for (int w = 0; w < pairBuffers_.size(); ++w) total += pairBuffers_[w].size();
-  out.resize(total);
-  size_t at = 0;
-  for (int w = 0; w < pairBuffers_.size(); ++w) {
-    std::vector<Pair>& b = pairBuffers_[w];
-    std::copy(b.begin(), b.end(), out.begin() + ptrdiff_t(at));
-    at += b.size();
-    b.clear();
-  }
   // Every pair is unique, so the sorted list is the same for any thread count.
-  radixSortPairs(out, sortScratch_, capacity());
+  mergeSorted(pairBuffers_, out, sortScratch_, capacity());
+  for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
 }
 
 void SweepGrid::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume) {
