@@ -310,36 +310,43 @@ void SweepGrid::update(Scheduler& scheduler) {
     return;
   }
 
-  // (1) New ranges.
+  // (1) New ranges, in parallel; a proxy that stays in the same cells (most,
+  // in a frame of small moves) needs no serial work when every cell is
+  // refreshed anyway. When most cells would be touched, refreshing all of them
+  // is cheaper than looking up every cell of every moved proxy.
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
+  const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
   newRange_.resize(nd);
   newKind_.resize(nd);
+  sameCells_.resize(nd);
   scheduler.forEach(0, nd, 8192, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k) {
       const uint32_t i = dirtyList_[k];
+      dirty_[i] = 0;
       if (!pool_.isLiveIndex(i)) {
         newKind_[k] = Registration::none;
+        sameCells_[k] = 0;
         continue;
       }
       newRange_[k] = rangeOf(boxes_[i]);
       newKind_[k] = classify(newRange_[k]);
+      sameCells_[k] = kind_[i] == Registration::cells && newKind_[k] == Registration::cells &&
+                      range_[i] == newRange_[k];
     }
   });
 
-  // (2) Membership diff. When most cells would be touched anyway, refresh all
-  // of them rather than look up every cell of every moved proxy.
-  const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
+  // (2) Membership diff, serially, in dirty-list order (so the layout of the
+  // cells does not depend on the thread count).
   for (uint32_t k = 0; k < nd; ++k) {
+    if (sameCells_[k]) {
+      if (!refreshAll) markRangeDirty(newRange_[k]);
+      continue;
+    }
     const uint32_t i = dirtyList_[k];
-    dirty_[i] = 0;
     const Registration oldKind = kind_[i];
     const Registration newKind = newKind_[k];
     const CellRange& oldRange = range_[i];
     const CellRange& newRange = newRange_[k];
-    if (oldKind == Registration::cells && newKind == Registration::cells && oldRange == newRange) {
-      if (!refreshAll) markRangeDirty(newRange);
-      continue;
-    }
     if (oldKind == Registration::cells) {
       markRangeLeaving(oldRange, !refreshAll);
       rangeChanged_[i] = 1;

@@ -128,6 +128,7 @@ size_t SweepGrid::memoryBytes() const {
   add(dirtyCells_);
   add(newRange_);
   add(newKind_);
+  add(sameCells_);
   add(sortScratch_);
   for (const PaddedCell& pc : cells_) {
     const SweepCell& c = pc.value;

@@ -221,7 +221,8 @@ class SweepGrid {
   // Scratch kept between frames so a steady state allocates nothing.
   std::vector<CellRange> newRange_;
   std::vector<Registration> newKind_;
-  std::vector<uint32_t> changed_;  // indices with rangeChanged_ set
+  std::vector<uint8_t> sameCells_;  // 1: the dirty proxy stays in the same cells
+  std::vector<uint32_t> changed_;   // indices with rangeChanged_ set
   PerWorker<std::vector<Pair>> pairBuffers_;
   std::vector<Pair> sortScratch_;
 };
