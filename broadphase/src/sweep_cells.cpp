@@ -20,6 +20,7 @@
 // teleport storm) the cell falls back to std::sort.
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
+#include <broadphase/sweep_parallel.h>
 
 #include <algorithm>
 #include <limits>
@@ -319,7 +320,7 @@ void SweepGrid::update(Scheduler& scheduler) {
   newRange_.resize(nd);
   newKind_.resize(nd);
   sameCells_.resize(nd);
-  scheduler.forEach(0, nd, 8192, [&](uint32_t begin, uint32_t end) {
+  parallelFor(scheduler, 0, nd, 8192, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k) {
       const uint32_t i = dirtyList_[k];
       dirty_[i] = 0;
@@ -377,10 +378,10 @@ void SweepGrid::update(Scheduler& scheduler) {
       cells_[c].value.dirty = 1;
     }
   }
-  scheduler.forEach(0, static_cast<uint32_t>(dirtyCells_.size()), 64,
-                    [&](uint32_t begin, uint32_t end) {
-                      for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
-                    });
+  parallelFor(scheduler, 0, static_cast<uint32_t>(dirtyCells_.size()), 64,
+              [&](uint32_t begin, uint32_t end) {
+                for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
+              });
 
   for (const uint32_t i : changed_) rangeChanged_[i] = 0;
   changed_.clear();

@@ -1,6 +1,7 @@
 // The pair finding of SweepGrid: the sorted SoA sweep of one cell, the
 // overflow boxes against the cells, and the parallel driver with its merge.
 #include <broadphase/sweep_grid.h>
+#include <broadphase/sweep_parallel.h>
 
 #include <algorithm>
 
@@ -77,6 +78,66 @@ void mergeSorted(PerWorker<std::vector<Pair>>& buffers, std::vector<Pair>& out,
       dst[offset[uint32_t(keyOf(p) >> shift) & (kBuckets - 1)]++] = p;
     }
   }
+}
+
+// The parallel form of mergeSorted for several threads and many pairs: the
+// buffers are concatenated in parallel, then each radix pass counts and
+// scatters equal chunks in parallel (per-chunk histograms, offsets by digit
+// then chunk: a stable pass, so the result is the same unique sorted list).
+void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buffers,
+                         std::vector<Pair>& out, std::vector<Pair>& scratch, uint32_t capacity) {
+  const int workers = buffers.size();
+  std::vector<size_t> start(size_t(workers) + 1, 0);
+  for (int w = 0; w < workers; ++w) start[size_t(w) + 1] = start[size_t(w)] + buffers[w].size();
+  const size_t n = start.back();
+  out.resize(n);
+  scratch.resize(n);
+  parallelFor(scheduler, 0, uint32_t(workers), 1, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t w = begin; w < end; ++w)
+      std::copy(buffers[int(w)].begin(), buffers[int(w)].end(), out.begin() + ptrdiff_t(start[w]));
+  });
+  uint32_t idBits = 1;
+  while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
+  constexpr uint32_t kDigitBits = 11;
+  constexpr uint32_t kBuckets = 1u << kDigitBits;
+  const uint32_t passes = (2 * idBits + kDigitBits - 1) / kDigitBits;
+  const uint32_t chunks =
+      uint32_t(std::min<size_t>(size_t(scheduler.threadCount()) * 2, n / 4096 + 1));
+  const size_t chunkSize = (n + chunks - 1) / chunks;
+  std::vector<uint32_t> count(size_t(chunks) * kBuckets);
+  Pair* src = out.data();
+  Pair* dst = scratch.data();
+  for (uint32_t d = 0; d < passes; ++d) {
+    const uint32_t shift = d * kDigitBits;
+    auto digit = [&](const Pair& p) {
+      return uint32_t(((uint64_t(p.a) << idBits) | p.b) >> shift) & (kBuckets - 1);
+    };
+    parallelFor(scheduler, 0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t c = begin; c < end; ++c) {
+        uint32_t* h = count.data() + size_t(c) * kBuckets;
+        std::fill(h, h + kBuckets, 0u);
+        const size_t lo = c * chunkSize, hi = std::min(n, lo + chunkSize);
+        for (size_t i = lo; i < hi; ++i) ++h[digit(src[i])];
+      }
+    });
+    uint32_t sum = 0;
+    for (uint32_t b = 0; b < kBuckets; ++b)
+      for (uint32_t c = 0; c < chunks; ++c) {
+        uint32_t& h = count[size_t(c) * kBuckets + b];
+        const uint32_t v = h;
+        h = sum;
+        sum += v;
+      }
+    parallelFor(scheduler, 0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t c = begin; c < end; ++c) {
+        uint32_t* h = count.data() + size_t(c) * kBuckets;
+        const size_t lo = c * chunkSize, hi = std::min(n, lo + chunkSize);
+        for (size_t i = lo; i < hi; ++i) dst[h[digit(src[i])]++] = src[i];
+      }
+    });
+    std::swap(src, dst);
+  }
+  if (src != out.data()) out.swap(scratch);
 }
 
 }  // namespace
@@ -205,7 +266,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
   const uint32_t overflowUnits = static_cast<uint32_t>(overflow_.size());
   const uint32_t units = cellUnits + overflowUnits + (overflowUnits > 1 ? 1 : 0);
-  scheduler.forEach(0, units, 32, [&](uint32_t begin, uint32_t end) {
+  parallelFor(scheduler, 0, units, 32, [&](uint32_t begin, uint32_t end) {
     std::vector<Pair>& buffer = pairBuffers_.local();
     for (uint32_t u = begin; u < end; ++u) {
       if (u < cellUnits)
@@ -224,7 +285,12 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
   findPairsInto(scheduler, [](std::vector<Pair>&, bool) {});
   // Every pair is unique, so the sorted list is the same for any thread count.
-  mergeSorted(pairBuffers_, out, sortScratch_, capacity());
+  size_t total = 0;
+  for (int w = 0; w < pairBuffers_.size(); ++w) total += pairBuffers_[w].size();
+  if (scheduler.threadCount() > 1 && total >= 65536)
+    mergeSortedParallel(scheduler, pairBuffers_, out, sortScratch_, capacity());
+  else
+    mergeSorted(pairBuffers_, out, sortScratch_, capacity());
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
 }
 

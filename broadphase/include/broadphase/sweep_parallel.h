@@ -1,0 +1,41 @@
+// parallelFor: Scheduler::forEach as SweepGrid uses it, plus the
+// happens-before edges ThreadSanitizer cannot see by itself.
+//
+// libtbb is not built with TSan, so TSan misses the synchronisation of task
+// spawn and join and reports every handoff (data written by the caller and
+// read by a task, buffers filled by a task and read after the loop) as a race.
+// Under TSan this wrapper states the two real edges: the caller's writes
+// happen before every task, and every task's writes happen before the caller
+// continues. Tasks are not ordered with each other, so races between
+// concurrent tasks are still reported. Without TSan it is forEach itself.
+#pragma once
+
+#include <broadphase/jobs/scheduler.h>
+
+#include <cstdint>
+#include <utility>
+
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
+namespace bp {
+
+template <class Body>
+void parallelFor(Scheduler& scheduler, uint32_t begin, uint32_t end, uint32_t grain, Body&& body) {
+#if defined(__SANITIZE_THREAD__)
+  char start = 0, finish = 0;
+  __tsan_release(&start);
+  scheduler.forEach(begin, end, grain, [&](uint32_t b, uint32_t e) {
+    __tsan_acquire(&start);
+    body(b, e);
+    __tsan_release(&finish);
+  });
+  __tsan_acquire(&finish);
+#else
+  scheduler.forEach(begin, end, grain, std::forward<Body>(body));
+#endif
+}
+
+}  // namespace bp
