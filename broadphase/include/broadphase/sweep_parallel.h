@@ -22,17 +22,24 @@ extern "C" void __tsan_release(void* addr);
 
 namespace bp {
 
+#if defined(__SANITIZE_THREAD__)
+// Fixed addresses: a task must acquire before it reads anything the caller
+// wrote, including its own closure, so the token can not be a capture.
+inline char tsanTaskStart;
+inline char tsanTaskFinish;
+#endif
+
 template <class Body>
 void parallelFor(Scheduler& scheduler, uint32_t begin, uint32_t end, uint32_t grain, Body&& body) {
 #if defined(__SANITIZE_THREAD__)
-  char start = 0, finish = 0;
-  __tsan_release(&start);
-  scheduler.forEach(begin, end, grain, [&](uint32_t b, uint32_t e) {
-    __tsan_acquire(&start);
+  const auto task = [&](uint32_t b, uint32_t e) {
+    __tsan_acquire(&tsanTaskStart);
     body(b, e);
-    __tsan_release(&finish);
-  });
-  __tsan_acquire(&finish);
+    __tsan_release(&tsanTaskFinish);
+  };
+  __tsan_release(&tsanTaskStart);
+  scheduler.forEach(begin, end, grain, task);
+  __tsan_acquire(&tsanTaskFinish);
 #else
   scheduler.forEach(begin, end, grain, std::forward<Body>(body));
 #endif
