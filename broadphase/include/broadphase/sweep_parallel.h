@@ -12,6 +12,7 @@
 
 #include <broadphase/jobs/scheduler.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
@@ -27,6 +28,18 @@ namespace bp {
 // wrote, including its own closure, so the token can not be a capture.
 inline char tsanTaskStart;
 inline char tsanTaskFinish;
+
+// TBB keeps its join counters (the root wait node of a parallel_for) in the
+// caller's stack frames and workers decrement them atomically; TSan, blind to
+// TBB's own wait, later reports the caller's reuse of that stack memory as a
+// race with the worker's decrement. Acquiring each word of the stack the loop
+// ran in (once it is over) records those joins.
+[[gnu::noinline]] inline void tsanAcquireStackBelow() {
+  char probe = 0;
+  const uintptr_t top = reinterpret_cast<uintptr_t>(&probe) + 512;
+  for (uintptr_t offset = 0; offset < 65536; offset += 4)
+    __tsan_acquire(reinterpret_cast<void*>(top - offset));
+}
 #endif
 
 template <class Body>
@@ -40,6 +53,7 @@ void parallelFor(Scheduler& scheduler, uint32_t begin, uint32_t end, uint32_t gr
   __tsan_release(&tsanTaskStart);
   scheduler.forEach(begin, end, grain, task);
   __tsan_acquire(&tsanTaskFinish);
+  tsanAcquireStackBelow();
 #else
   scheduler.forEach(begin, end, grain, std::forward<Body>(body));
 #endif
