@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <utility>
 
 #if defined(__SANITIZE_THREAD__)
@@ -33,11 +34,12 @@ inline char tsanTaskFinish;
 // caller's stack frames and workers decrement them atomically; TSan, blind to
 // TBB's own wait, later reports the caller's reuse of that stack memory as a
 // race with the worker's decrement. Acquiring each word of the stack the loop
-// ran in (once it is over) records those joins.
-[[gnu::noinline]] inline void tsanAcquireStackBelow() {
+// ran in (once it is over, and before a task runs on the calling thread)
+// records those joins.
+[[gnu::noinline]] inline void tsanAcquireStackBelow(uintptr_t bytes) {
   char probe = 0;
   const uintptr_t top = reinterpret_cast<uintptr_t>(&probe) + 512;
-  for (uintptr_t offset = 0; offset < 65536; offset += 4)
+  for (uintptr_t offset = 0; offset < bytes; offset += 4)
     __tsan_acquire(reinterpret_cast<void*>(top - offset));
 }
 #endif
@@ -45,15 +47,17 @@ inline char tsanTaskFinish;
 template <class Body>
 void parallelFor(Scheduler& scheduler, uint32_t begin, uint32_t end, uint32_t grain, Body&& body) {
 #if defined(__SANITIZE_THREAD__)
+  const std::thread::id caller = std::this_thread::get_id();
   const auto task = [&](uint32_t b, uint32_t e) {
     __tsan_acquire(&tsanTaskStart);
+    if (std::this_thread::get_id() == caller) tsanAcquireStackBelow(16384);
     body(b, e);
     __tsan_release(&tsanTaskFinish);
   };
   __tsan_release(&tsanTaskStart);
   scheduler.forEach(begin, end, grain, task);
   __tsan_acquire(&tsanTaskFinish);
-  tsanAcquireStackBelow();
+  tsanAcquireStackBelow(65536);
 #else
   scheduler.forEach(begin, end, grain, std::forward<Body>(body));
 #endif
