@@ -287,7 +287,7 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   // Every pair is unique, so the sorted list is the same for any thread count.
   size_t total = 0;
   for (int w = 0; w < pairBuffers_.size(); ++w) total += pairBuffers_[w].size();
-  if (scheduler.threadCount() > 1 && total >= 65536)
+  if (scheduler.threadCount() > 1 && total >= 16384)
     mergeSortedParallel(scheduler, pairBuffers_, out, sortScratch_, capacity());
   else
     mergeSorted(pairBuffers_, out, sortScratch_, capacity());
