@@ -194,6 +194,9 @@ TEST(SweepGrid, RayQueriesMatchOracle) {
     rays.push_back(makeRay(Vec3(2 * c, 2 * c, 2 * c), Vec3(1, 0, 0), scene.worldSide));
     rays.push_back(makeRay(Vec3(3 * c, 0, 3 * c), Vec3(0, 1, 1), scene.worldSide));
     rays.push_back(makeRay(Vec3(-100, -100, -100), Vec3(1, 1, 1), 4 * scene.worldSide));
+    // Very long rays, from inside and from far outside the boxes.
+    rays.push_back(makeRay(Vec3(c, c, c), Vec3(0.3f, 1, 0.2f), 1e30f));
+    rays.push_back(makeRay(Vec3(-1e6f, 3, 2e5f), Vec3(1, 0, -0.2f), 1e30f));
     std::vector<RayHit> batch(rays.size()), batchAny(rays.size());
     grid.castRays(s, rays, batch, RayQuery::closest);
     grid.castRays(s, rays, batchAny, RayQuery::any);
@@ -281,7 +284,8 @@ TEST(SweepGrid, BoxPointNearestAndSweptQueriesMatchOracle) {
 
       const Vec3 dir(rng.normal(), rng.normal(), rng.normal());
       const Ray ray = makeRay(p, dir, L / 3);
-      const Vec3 half(0.5f * rng.uniform(), 2.0f * rng.uniform(), q % 4 == 0 ? 8.0f : 0.1f);
+      const Vec3 half(0.5f * rng.uniform(), 2.0f * rng.uniform(),
+                      q % 4 == 0 ? 8.0f : (q % 9 == 0 ? L : 0.1f));
       EXPECT_EQ(grid.castBox(half, ray), brute::castBox(scene.boxes, half, ray))
           << sceneName(kind) << " q " << q;
     }

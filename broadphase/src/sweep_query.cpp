@@ -114,8 +114,13 @@ void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnC
   const float s = cellSize_;
   const Vec3& o = ray.origin;
   const Vec3& d = ray.direction;
-  // Covers the rounding of o + d t and of the floor mapping (relative 2^-24).
-  const float slack = s * 0x1p-10f + (maxAbs(o) + maxT + maxAbs(grow)) * 0x1p-18f;
+  // Covers the rounding of o + d t and of the floor mapping (relative 2^-24)
+  // for every point of the ray inside the occupied cells.
+  float world = 0.0f;
+  for (int a = 0; a < 3; ++a)
+    world = std::max({world, std::fabs(float(gridBounds_.lo[a]) * s),
+                      std::fabs(float(int64_t(gridBounds_.hi[a]) + 1) * s)});
+  const float slack = s * 0x1p-10f + (2.0f * maxAbs(o) + world + maxAbs(grow)) * 0x1p-18f;
   const Vec3 g = grow + Vec3(slack, slack, slack);
 
   // Only the stretch of the ray inside the occupied cells (grown) matters.
@@ -166,14 +171,8 @@ void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnC
       r.hi[a] = std::min(cellIn(cull.max[a], a), gridBounds_.hi[a]);
       empty |= r.lo[a] > r.hi[a];
     }
-    if (!empty) {
-      for (int32_t x = r.lo[0]; x <= r.hi[0]; ++x)
-        for (int32_t y = r.lo[1]; y <= r.hi[1]; ++y)
-          for (int32_t z = r.lo[2]; z <= r.hi[2]; ++z) {
-            const uint32_t idx = map_.find(CellCoord{x, y, z});
-            if (idx != CellMap::kAbsent && !onCell(cells_[idx].value, cull)) return;
-          }
-    }
+    if (!empty && !forEachCellInRange(r, [&](const SweepCell& c) { return onCell(c, cull); }))
+      return;
     if (!onSegmentEnd(t1)) return;
     if (t1 >= std::min(maxT, tEnd)) return;
     int axis = 0;
