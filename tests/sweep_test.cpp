@@ -59,8 +59,17 @@ TEST(SweepGrid, FreshGridIssuesIndicesInOrder) {
   EXPECT_EQ(grid.validate(), "");
 }
 
-// Every standard scene, frames 0, 1, 10 and 30: the oracle and the reference hash.
-void checkStandardScene(SceneKind kind, const SweepGridConfig& config) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Every standard scene, frames 0, 1, 10 and 30: the oracle and the reference
+// hash. The O(N^2) oracle runs on every checked frame when `withOracle` (and,
+// under the slow sanitizer builds, on frames 0 and 30 only: the reference
+// hash, which the oracle reproduces in scene_test, covers the others).
+void checkStandardScene(SceneKind kind, const SweepGridConfig& config, bool withOracle) {
   const auto reference = test::loadReferencePairs();
   ASSERT_EQ(reference.size(), 20u);
   Scheduler s(2);
@@ -79,8 +88,10 @@ void checkStandardScene(SceneKind kind, const SweepGridConfig& config) {
     std::vector<Pair> pairs;
     grid.findPairs(s, pairs);
     ASSERT_EQ(grid.validate(), "") << ref.scene << " frame " << ref.frame;
-    EXPECT_TRUE(test::samePairs(brute::findPairs(scene.boxes, scene.isStatic), pairs))
-        << ref.scene << " frame " << ref.frame;
+    if (withOracle && (!kSanitized || ref.frame == 0 || ref.frame == 30)) {
+      EXPECT_TRUE(test::samePairs(brute::findPairs(scene.boxes, scene.isStatic), pairs))
+          << ref.scene << " frame " << ref.frame;
+    }
     EXPECT_EQ(pairs.size(), ref.pairs) << ref.scene << " frame " << ref.frame;
     EXPECT_EQ(hashPairs(pairs), ref.hash) << ref.scene << " frame " << ref.frame;
     ++checked;
@@ -89,7 +100,7 @@ void checkStandardScene(SceneKind kind, const SweepGridConfig& config) {
 }
 
 TEST(SweepGrid, StandardScenesMatchOracleAndReference) {
-  for (SceneKind kind : kAllScenes) checkStandardScene(kind, SweepGridConfig{});
+  for (SceneKind kind : kAllScenes) checkStandardScene(kind, SweepGridConfig{}, true);
 }
 
 // Small cells: many boxes span several cells (the dedup rule at work) and the
@@ -99,7 +110,8 @@ TEST(SweepGrid, StandardScenesWithSmallCellsAndOverflow) {
   config.cellSizeFactor = 2.0f;
   config.targetBoxesPerCell = 0.0f;
   config.maxCellsPerProxy = 27;
-  for (SceneKind kind : {SceneKind::sizes, SceneKind::clustered}) checkStandardScene(kind, config);
+  for (SceneKind kind : {SceneKind::sizes, SceneKind::clustered})
+    checkStandardScene(kind, config, /*withOracle=*/false);
   Scene scene = makeScene(SceneKind::sizes, 10000);
   SweepGrid grid(config);
   addScene(grid, scene);
@@ -182,6 +194,9 @@ TEST(SweepGrid, RayQueriesMatchOracle) {
     rays.push_back(makeRay(Vec3(2 * c, 2 * c, 2 * c), Vec3(1, 0, 0), scene.worldSide));
     rays.push_back(makeRay(Vec3(3 * c, 0, 3 * c), Vec3(0, 1, 1), scene.worldSide));
     rays.push_back(makeRay(Vec3(-100, -100, -100), Vec3(1, 1, 1), 4 * scene.worldSide));
+    // Very long rays, from inside and from far outside the boxes.
+    rays.push_back(makeRay(Vec3(c, c, c), Vec3(0.3f, 1, 0.2f), 1e30f));
+    rays.push_back(makeRay(Vec3(-1e6f, 3, 2e5f), Vec3(1, 0, -0.2f), 1e30f));
     std::vector<RayHit> batch(rays.size()), batchAny(rays.size());
     grid.castRays(s, rays, batch, RayQuery::closest);
     grid.castRays(s, rays, batchAny, RayQuery::any);
@@ -269,7 +284,8 @@ TEST(SweepGrid, BoxPointNearestAndSweptQueriesMatchOracle) {
 
       const Vec3 dir(rng.normal(), rng.normal(), rng.normal());
       const Ray ray = makeRay(p, dir, L / 3);
-      const Vec3 half(0.5f * rng.uniform(), 2.0f * rng.uniform(), q % 4 == 0 ? 8.0f : 0.1f);
+      const Vec3 half(0.5f * rng.uniform(), 2.0f * rng.uniform(),
+                      q % 4 == 0 ? 8.0f : (q % 9 == 0 ? L : 0.1f));
       EXPECT_EQ(grid.castBox(half, ray), brute::castBox(scene.boxes, half, ray))
           << sceneName(kind) << " q " << q;
     }

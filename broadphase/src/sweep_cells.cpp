@@ -20,6 +20,7 @@
 // teleport storm) the cell falls back to std::sort.
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
+#include <broadphase/sweep_parallel.h>
 
 #include <algorithm>
 #include <limits>
@@ -47,30 +48,27 @@ void forEachCoord(const CellRange& r, Fn&& fn) {
 }
 
 // Sorts the entries of a cell by (min x, id) in place by insertion, moving
-// every field along; gives up (leaving a permutation) once more than `budget`
-// entries have been shifted.
-bool insertionSortEntries(float* minX, float* maxX, SweepYZ* yz, uint8_t* flags, uint32_t* ids,
-                          uint32_t n, uint64_t budget) {
+// every field along (key arrays k[0..5] of the cell); gives up (leaving a
+// permutation) once more than `budget` entries have been shifted.
+bool insertionSortEntries(float* const k[6], uint8_t* flags, uint32_t* ids, uint32_t n,
+                          uint64_t budget) {
+  float* minX = k[0];
   uint64_t shifts = 0;
   for (uint32_t i = 1; i < n; ++i) {
-    const float k = minX[i];
+    const float key = minX[i];
     const uint32_t id = ids[i];
-    if (minX[i - 1] < k || (minX[i - 1] == k && ids[i - 1] < id)) continue;
-    const float mx = maxX[i];
-    const SweepYZ e = yz[i];
+    if (minX[i - 1] < key || (minX[i - 1] == key && ids[i - 1] < id)) continue;
+    float moving[6];
+    for (int a = 0; a < 6; ++a) moving[a] = k[a][i];
     const uint8_t f = flags[i];
     uint32_t j = i;
-    while (j > 0 && (minX[j - 1] > k || (minX[j - 1] == k && ids[j - 1] > id))) {
-      minX[j] = minX[j - 1];
-      maxX[j] = maxX[j - 1];
-      yz[j] = yz[j - 1];
+    while (j > 0 && (minX[j - 1] > key || (minX[j - 1] == key && ids[j - 1] > id))) {
+      for (int a = 0; a < 6; ++a) k[a][j] = k[a][j - 1];
       flags[j] = flags[j - 1];
       ids[j] = ids[j - 1];
       --j;
     }
-    minX[j] = k;
-    maxX[j] = mx;
-    yz[j] = e;
+    for (int a = 0; a < 6; ++a) k[a][j] = moving[a];
     flags[j] = f;
     ids[j] = id;
     shifts += i - j;
@@ -207,52 +205,55 @@ void SweepGrid::refreshCell(uint32_t cell) {
     c.ids.resize(kept);
   }
   const uint32_t n = c.size();
-  c.x.resize(2 * size_t(n) + 1);
-  c.yz.resize(n);
-  c.flags.resize(n);
+  const size_t m = size_t(n) + kSweepPad;
+  c.keys.resize(6 * m);
+  c.flags.resize(m);
+  std::fill(c.flags.begin() + n, c.flags.end(), uint8_t(0));
 
   // One gather pass over the members' exact boxes (random access into boxes_:
   // prefetched a few members ahead).
   uint32_t* ids = c.ids.data();
-  float* minX = c.x.data();
-  float* maxX = c.x.data() + n + 1;
-  SweepYZ* yz = c.yz.data();
+  float* const k[6] = {c.keys.data(),         c.keys.data() + m,     c.keys.data() + 2 * m,
+                       c.keys.data() + 3 * m, c.keys.data() + 4 * m, c.keys.data() + 5 * m};
   uint8_t* flags = c.flags.data();
   constexpr uint32_t kAhead = 8;
-  for (uint32_t k = 0; k < n; ++k) {
-    if (k + kAhead < n) __builtin_prefetch(&boxes_[ids[k + kAhead]]);
-    const uint32_t id = ids[k];
+  for (uint32_t e = 0; e < n; ++e) {
+    if (e + kAhead < n) __builtin_prefetch(&boxes_[ids[e + kAhead]]);
+    const uint32_t id = ids[e];
     const Aabb& b = boxes_[id];
-    minX[k] = b.min.x();
-    maxX[k] = b.max.x();
-    yz[k] = {b.min.y(), b.min.z(), -b.max.y(), -b.max.z()};
+    k[0][e] = b.min.x();
+    k[1][e] = b.max.x();
+    k[2][e] = b.min.y();
+    k[3][e] = b.max.y();
+    k[4][e] = b.min.z();
+    k[5][e] = b.max.z();
     // rangeOf(b).lo == range_[id].lo: the box was registered from this box.
-    flags[k] = uint8_t((cellOf(b.min.x()) == c.coord.x) | ((cellOf(b.min.y()) == c.coord.y) << 1) |
+    flags[e] = uint8_t((cellOf(b.min.x()) == c.coord.x) | ((cellOf(b.min.y()) == c.coord.y) << 1) |
                        ((cellOf(b.min.z()) == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
   }
-  minX[n] = std::numeric_limits<float>::infinity();
-  if (!insertionSortEntries(minX, maxX, yz, flags, ids, n, 4 * uint64_t(n) + 64)) {
-    // Many moved far (or a new cell): sort a permutation and apply it.
+  for (int a = 0; a < 6; ++a)
+    std::fill(k[a] + n, k[a] + m, a == 0 ? std::numeric_limits<float>::infinity() : 0.0f);
+  // A cell's order is kept between updates, so after small moves the keys are
+  // nearly sorted; the budget (8n + 64 shifts) sends the rest to std::sort.
+  if (!insertionSortEntries(k, flags, ids, n, 8 * uint64_t(n) + 64)) {
     std::vector<uint32_t> order(n);
-    for (uint32_t k = 0; k < n; ++k) order[k] = k;
+    for (uint32_t e = 0; e < n; ++e) order[e] = e;
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return minX[a] < minX[b] || (minX[a] == minX[b] && ids[a] < ids[b]);
+      return k[0][a] < k[0][b] || (k[0][a] == k[0][b] && ids[a] < ids[b]);
     });
-    std::vector<float> x2(c.x.size());
-    std::vector<SweepYZ> yz2(n);
-    std::vector<uint8_t> flags2(n);
+    std::vector<float> keys(c.keys.size());
+    std::vector<uint8_t> flags2(m, 0);
     std::vector<uint32_t> ids2(n);
-    for (uint32_t k = 0; k < n; ++k) {
-      const uint32_t from = order[k];
-      x2[k] = minX[from];
-      x2[n + 1 + k] = maxX[from];
-      yz2[k] = yz[from];
-      flags2[k] = flags[from];
-      ids2[k] = ids[from];
+    for (uint32_t e = 0; e < n; ++e) {
+      const uint32_t from = order[e];
+      for (int a = 0; a < 6; ++a) keys[a * m + e] = k[a][from];
+      flags2[e] = flags[from];
+      ids2[e] = ids[from];
     }
-    x2[n] = std::numeric_limits<float>::infinity();
-    c.x.swap(x2);
-    c.yz.swap(yz2);
+    for (int a = 0; a < 6; ++a)
+      std::fill(keys.begin() + ptrdiff_t(a * m + n), keys.begin() + ptrdiff_t((a + 1) * m),
+                a == 0 ? std::numeric_limits<float>::infinity() : 0.0f);
+    c.keys.swap(keys);
     c.flags.swap(flags2);
     c.ids.swap(ids2);
   }
@@ -310,36 +311,43 @@ void SweepGrid::update(Scheduler& scheduler) {
     return;
   }
 
-  // (1) New ranges.
+  // (1) New ranges, in parallel; a proxy that stays in the same cells (most,
+  // in a frame of small moves) needs no serial work when every cell is
+  // refreshed anyway. When most cells would be touched, refreshing all of them
+  // is cheaper than looking up every cell of every moved proxy.
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
+  const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
   newRange_.resize(nd);
   newKind_.resize(nd);
-  scheduler.forEach(0, nd, 8192, [&](uint32_t begin, uint32_t end) {
+  sameCells_.resize(nd);
+  parallelFor(scheduler, 0, nd, 8192, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k) {
       const uint32_t i = dirtyList_[k];
+      dirty_[i] = 0;
       if (!pool_.isLiveIndex(i)) {
         newKind_[k] = Registration::none;
+        sameCells_[k] = 0;
         continue;
       }
       newRange_[k] = rangeOf(boxes_[i]);
       newKind_[k] = classify(newRange_[k]);
+      sameCells_[k] = kind_[i] == Registration::cells && newKind_[k] == Registration::cells &&
+                      range_[i] == newRange_[k];
     }
   });
 
-  // (2) Membership diff. When most cells would be touched anyway, refresh all
-  // of them rather than look up every cell of every moved proxy.
-  const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
+  // (2) Membership diff, serially, in dirty-list order (so the layout of the
+  // cells does not depend on the thread count).
   for (uint32_t k = 0; k < nd; ++k) {
+    if (sameCells_[k]) {
+      if (!refreshAll) markRangeDirty(newRange_[k]);
+      continue;
+    }
     const uint32_t i = dirtyList_[k];
-    dirty_[i] = 0;
     const Registration oldKind = kind_[i];
     const Registration newKind = newKind_[k];
     const CellRange& oldRange = range_[i];
     const CellRange& newRange = newRange_[k];
-    if (oldKind == Registration::cells && newKind == Registration::cells && oldRange == newRange) {
-      if (!refreshAll) markRangeDirty(newRange);
-      continue;
-    }
     if (oldKind == Registration::cells) {
       markRangeLeaving(oldRange, !refreshAll);
       rangeChanged_[i] = 1;
@@ -370,10 +378,10 @@ void SweepGrid::update(Scheduler& scheduler) {
       cells_[c].value.dirty = 1;
     }
   }
-  scheduler.forEach(0, static_cast<uint32_t>(dirtyCells_.size()), 64,
-                    [&](uint32_t begin, uint32_t end) {
-                      for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
-                    });
+  parallelFor(scheduler, 0, static_cast<uint32_t>(dirtyCells_.size()), 64,
+              [&](uint32_t begin, uint32_t end) {
+                for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
+              });
 
   for (const uint32_t i : changed_) rangeChanged_[i] = 0;
   changed_.clear();

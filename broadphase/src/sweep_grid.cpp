@@ -128,12 +128,12 @@ size_t SweepGrid::memoryBytes() const {
   add(dirtyCells_);
   add(newRange_);
   add(newKind_);
+  add(sameCells_);
   add(sortScratch_);
   for (const PaddedCell& pc : cells_) {
     const SweepCell& c = pc.value;
     add(c.ids);
-    add(c.x);
-    add(c.yz);
+    add(c.keys);
     add(c.flags);
   }
   for (int w = 0; w < pairBuffers_.size(); ++w) add(pairBuffers_[w]);

@@ -1,11 +1,11 @@
 // The pair finding of SweepGrid: the sorted SoA sweep of one cell, the
 // overflow boxes against the cells, and the parallel driver with its merge.
 #include <broadphase/sweep_grid.h>
+#include <broadphase/sweep_parallel.h>
 
 #include <algorithm>
-#include <cstring>
 
-#if defined(__SSE2__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -21,40 +21,123 @@ inline bool reportedHere(uint8_t fi, uint8_t fj) {
 
 constexpr size_t kStreamChunk = 2048;
 
-// LSD radix sort of pairs on the compact key (a << bBits) | b, which orders
-// like Pair::key() because b < 2^bBits. Deterministic; 11-bit digits.
-void radixSortPairs(std::vector<Pair>& pairs, std::vector<Pair>& scratch, uint32_t capacity) {
-  const size_t n = pairs.size();
-  if (n < 256) {
-    std::sort(pairs.begin(), pairs.end());
+// Concatenates the workers' buffers into `out` sorted by (a, b): an LSD radix
+// sort on the compact key (a << idBits) | b, which orders like Pair::key()
+// because b < 2^idBits. 11-bit digits; all digit histograms come from one read
+// of the buffers, and the first scatter reads the buffers directly, so the
+// pairs cross memory once per digit. Deterministic: the key of a pair is unique.
+void mergeSorted(PerWorker<std::vector<Pair>>& buffers, std::vector<Pair>& out,
+                 std::vector<Pair>& scratch, uint32_t capacity) {
+  size_t n = 0;
+  for (int w = 0; w < buffers.size(); ++w) n += buffers[w].size();
+  out.resize(n);
+  if (n < 1024) {
+    size_t at = 0;
+    for (int w = 0; w < buffers.size(); ++w) {
+      std::copy(buffers[w].begin(), buffers[w].end(), out.begin() + ptrdiff_t(at));
+      at += buffers[w].size();
+    }
+    std::sort(out.begin(), out.end());
     return;
   }
   uint32_t idBits = 1;
   while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
-  const uint32_t keyBits = 2 * idBits;
   constexpr uint32_t kDigitBits = 11;
   constexpr uint32_t kBuckets = 1u << kDigitBits;
-  scratch.resize(n);
-  Pair* src = pairs.data();
-  Pair* dst = scratch.data();
-  std::vector<uint32_t> count(kBuckets);
-  for (uint32_t shift = 0; shift < keyBits; shift += kDigitBits) {
-    auto digit = [&](const Pair& p) {
-      const uint64_t k = (uint64_t(p.a) << idBits) | p.b;
-      return uint32_t(k >> shift) & (kBuckets - 1);
-    };
-    std::fill(count.begin(), count.end(), 0u);
-    for (size_t i = 0; i < n; ++i) ++count[digit(src[i])];
-    uint32_t sum = 0;
-    for (uint32_t& c : count) {
-      const uint32_t t = c;
-      c = sum;
-      sum += t;
+  const uint32_t passes = (2 * idBits + kDigitBits - 1) / kDigitBits;
+  auto keyOf = [idBits](const Pair& p) { return (uint64_t(p.a) << idBits) | p.b; };
+
+  std::vector<uint32_t> count(size_t(passes) * kBuckets, 0);
+  for (int w = 0; w < buffers.size(); ++w)
+    for (const Pair& p : buffers[w]) {
+      const uint64_t k = keyOf(p);
+      for (uint32_t d = 0; d < passes; ++d)
+        ++count[d * kBuckets + (uint32_t(k >> (d * kDigitBits)) & (kBuckets - 1))];
     }
-    for (size_t i = 0; i < n; ++i) dst[count[digit(src[i])]++] = src[i];
+  for (uint32_t d = 0; d < passes; ++d) {
+    uint32_t sum = 0;
+    for (uint32_t b = 0; b < kBuckets; ++b) {
+      const uint32_t c = count[d * kBuckets + b];
+      count[d * kBuckets + b] = sum;
+      sum += c;
+    }
+  }
+  // Destinations alternate so that the last pass writes into `out`.
+  scratch.resize(n);
+  Pair* dst = passes % 2 == 1 ? out.data() : scratch.data();
+  Pair* other = passes % 2 == 1 ? scratch.data() : out.data();
+  uint32_t* offset = count.data();
+  for (int w = 0; w < buffers.size(); ++w)
+    for (const Pair& p : buffers[w]) dst[offset[uint32_t(keyOf(p)) & (kBuckets - 1)]++] = p;
+  for (uint32_t d = 1; d < passes; ++d) {
+    std::swap(dst, other);  // `other` now holds the last pass's output
+    offset = count.data() + size_t(d) * kBuckets;
+    const uint32_t shift = d * kDigitBits;
+    for (size_t i = 0; i < n; ++i) {
+      const Pair& p = other[i];
+      dst[offset[uint32_t(keyOf(p) >> shift) & (kBuckets - 1)]++] = p;
+    }
+  }
+}
+
+// The parallel form of mergeSorted for several threads and many pairs: the
+// buffers are concatenated in parallel, then each radix pass counts and
+// scatters equal chunks in parallel (per-chunk histograms, offsets by digit
+// then chunk: a stable pass, so the result is the same unique sorted list).
+void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buffers,
+                         std::vector<Pair>& out, std::vector<Pair>& scratch, uint32_t capacity) {
+  const int workers = buffers.size();
+  std::vector<size_t> start(size_t(workers) + 1, 0);
+  for (int w = 0; w < workers; ++w) start[size_t(w) + 1] = start[size_t(w)] + buffers[w].size();
+  const size_t n = start.back();
+  out.resize(n);
+  scratch.resize(n);
+  parallelFor(scheduler, 0, uint32_t(workers), 1, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t w = begin; w < end; ++w)
+      std::copy(buffers[int(w)].begin(), buffers[int(w)].end(), out.begin() + ptrdiff_t(start[w]));
+  });
+  uint32_t idBits = 1;
+  while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
+  constexpr uint32_t kDigitBits = 11;
+  constexpr uint32_t kBuckets = 1u << kDigitBits;
+  const uint32_t passes = (2 * idBits + kDigitBits - 1) / kDigitBits;
+  const uint32_t chunks =
+      uint32_t(std::min<size_t>(size_t(scheduler.threadCount()) * 2, n / 4096 + 1));
+  const size_t chunkSize = (n + chunks - 1) / chunks;
+  std::vector<uint32_t> count(size_t(chunks) * kBuckets);
+  Pair* src = out.data();
+  Pair* dst = scratch.data();
+  for (uint32_t d = 0; d < passes; ++d) {
+    const uint32_t shift = d * kDigitBits;
+    auto digit = [&](const Pair& p) {
+      return uint32_t(((uint64_t(p.a) << idBits) | p.b) >> shift) & (kBuckets - 1);
+    };
+    parallelFor(scheduler, 0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t c = begin; c < end; ++c) {
+        uint32_t* h = count.data() + size_t(c) * kBuckets;
+        std::fill(h, h + kBuckets, 0u);
+        const size_t lo = c * chunkSize, hi = std::min(n, lo + chunkSize);
+        for (size_t i = lo; i < hi; ++i) ++h[digit(src[i])];
+      }
+    });
+    uint32_t sum = 0;
+    for (uint32_t b = 0; b < kBuckets; ++b)
+      for (uint32_t c = 0; c < chunks; ++c) {
+        uint32_t& h = count[size_t(c) * kBuckets + b];
+        const uint32_t v = h;
+        h = sum;
+        sum += v;
+      }
+    parallelFor(scheduler, 0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t c = begin; c < end; ++c) {
+        uint32_t* h = count.data() + size_t(c) * kBuckets;
+        const size_t lo = c * chunkSize, hi = std::min(n, lo + chunkSize);
+        for (size_t i = lo; i < hi; ++i) dst[h[digit(src[i])]++] = src[i];
+      }
+    });
     std::swap(src, dst);
   }
-  if (src != pairs.data()) std::memcpy(pairs.data(), src, n * sizeof(Pair));
+  if (src != out.data()) out.swap(scratch);
 }
 
 }  // namespace
@@ -62,31 +145,63 @@ void radixSortPairs(std::vector<Pair>& pairs, std::vector<Pair>& scratch, uint32
 void SweepGrid::sweepCell(uint32_t cell, std::vector<Pair>& out) const {
   const SweepCell& c = cells_[cell].value;
   const uint32_t n = c.size();
-  const float* minX = c.minX();
-  const float* maxX = c.maxX();
-  const SweepYZ* yz = c.yz.data();
+  const float* minX = c.key(0);
+  const float* maxX = c.key(1);
+  const float* minY = c.key(2);
+  const float* maxY = c.key(3);
+  const float* minZ = c.key(4);
+  const float* maxZ = c.key(5);
   const uint8_t* flags = c.flags.data();
   const uint32_t* ids = c.ids.data();
   for (uint32_t i = 0; i < n; ++i) {
-    const float xi = maxX[i];
     const uint8_t fi = flags[i];
-#if defined(__SSE2__)
-    // Lanes: (maxY, maxZ, -minY, -minZ) of box i against (minY, minZ, -maxY, -maxZ) of j.
-    const __m128 q = _mm_set_ps(-yz[i].minZ, -yz[i].minY, -yz[i].negMaxZ, -yz[i].negMaxY);
-    // The +inf sentinel at minX[n] ends the scan: no bound check.
-    for (uint32_t j = i + 1; minX[j] <= xi; ++j) {
-      const __m128 b = _mm_load_ps(&yz[j].minY);
-      const int inside = _mm_movemask_ps(_mm_cmple_ps(b, q));
-      if ((inside == 0xF) & reportedHere(fi, flags[j])) out.push_back(makePair(ids[i], ids[j]));
+    const uint32_t idi = ids[i];
+#if defined(__AVX2__)
+    // Eight candidates per step. Keys are sorted, so the lanes passing the x
+    // test are a prefix; a block not entirely inside ends the scan, and the
+    // +inf padding ends it at the latest at n, so reads stay in the arrays.
+    const __m256 xi = _mm256_set1_ps(maxX[i]);
+    const __m256 loY = _mm256_set1_ps(minY[i]), hiY = _mm256_set1_ps(maxY[i]);
+    const __m256 loZ = _mm256_set1_ps(minZ[i]), hiZ = _mm256_set1_ps(maxZ[i]);
+    const __m256i fiAll = _mm256_set1_epi32(fi);
+    const __m256i startsAll = _mm256_set1_epi32(kStartsHereMask);
+    const __m256i staticAll = _mm256_set1_epi32(kStaticFlag);
+    for (uint32_t j = i + 1;; j += 8) {
+      const __m256 inX = _mm256_cmp_ps(_mm256_loadu_ps(minX + j), xi, _CMP_LE_OQ);
+      const int xMask = _mm256_movemask_ps(inX);
+      if (xMask == 0) break;
+      const __m256 inY = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(minY + j), hiY, _CMP_LE_OQ),
+                                       _mm256_cmp_ps(loY, _mm256_loadu_ps(maxY + j), _CMP_LE_OQ));
+      const __m256 inZ = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(minZ + j), hiZ, _CMP_LE_OQ),
+                                       _mm256_cmp_ps(loZ, _mm256_loadu_ps(maxZ + j), _CMP_LE_OQ));
+      uint32_t hits = uint32_t(_mm256_movemask_ps(_mm256_and_ps(inX, _mm256_and_ps(inY, inZ))));
+      if (hits == 0) {
+        if (xMask != 0xFF) break;
+        continue;
+      }
+      // The dedup and static rules on 8 flag bytes at once: most overlaps of
+      // boxes spanning several cells are dropped here without a branch each.
+      const __m256i fj =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(flags + j)));
+      const __m256i both = _mm256_and_si256(_mm256_and_si256(fj, fiAll), staticAll);
+      const __m256i either = _mm256_and_si256(_mm256_or_si256(fj, fiAll), startsAll);
+      const __m256i report = _mm256_andnot_si256(_mm256_cmpeq_epi32(both, staticAll),
+                                                 _mm256_cmpeq_epi32(either, startsAll));
+      hits &= uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(report)));
+      while (hits) {
+        const uint32_t jj = j + uint32_t(__builtin_ctz(hits));
+        hits &= hits - 1;
+        out.push_back(makePair(idi, ids[jj]));
+      }
+      if (xMask != 0xFF) break;
     }
 #else
-    const float maxYi = -yz[i].negMaxY, maxZi = -yz[i].negMaxZ;
-    const float minYi = yz[i].minY, minZi = yz[i].minZ;
+    const float xi = maxX[i];
+    const float loY = minY[i], hiY = maxY[i], loZ = minZ[i], hiZ = maxZ[i];
+    // The +inf sentinel at minX[n] ends the scan: no bound check.
     for (uint32_t j = i + 1; minX[j] <= xi; ++j) {
-      const SweepYZ& b = yz[j];
-      const bool hit =
-          (b.minY <= maxYi) & (b.minZ <= maxZi) & (minYi <= -b.negMaxY) & (minZi <= -b.negMaxZ);
-      if (hit & reportedHere(fi, flags[j])) out.push_back(makePair(ids[i], ids[j]));
+      const bool inside = (minY[j] <= hiY) & (loY <= maxY[j]) & (minZ[j] <= hiZ) & (loZ <= maxZ[j]);
+      if (inside & reportedHere(fi, flags[j])) out.push_back(makePair(idi, ids[j]));
     }
 #endif
   }
@@ -105,12 +220,14 @@ void SweepGrid::pairOverflowBox(uint32_t slot, std::vector<Pair>& out) const {
     const uint32_t n = c.size();
     const float* minX = c.minX();
     const float* maxX = c.maxX();
+    const float* minY = c.key(2);
+    const float* maxY = c.key(3);
+    const float* minZ = c.key(4);
+    const float* maxZ = c.key(5);
     for (uint32_t k = 0; k < n && minX[k] <= ob.max.x(); ++k) {
       const uint32_t x = c.ids[k];
-      const SweepYZ& yz = c.yz[k];
-      const bool hit = (ob.min.x() <= maxX[k]) & (yz.minY <= ob.max.y()) &
-                       (ob.min.y() <= -yz.negMaxY) & (yz.minZ <= ob.max.z()) &
-                       (ob.min.z() <= -yz.negMaxZ);
+      const bool hit = (ob.min.x() <= maxX[k]) & (minY[k] <= ob.max.y()) & (ob.min.y() <= maxY[k]) &
+                       (minZ[k] <= ob.max.z()) & (ob.min.z() <= maxZ[k]);
       if (!hit || (oStatic && static_[x])) continue;
       const CellRange& xr = range_[x];
       if (c.coord.x == std::max(orng.lo[0], xr.lo[0]) &&
@@ -149,7 +266,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
   const uint32_t overflowUnits = static_cast<uint32_t>(overflow_.size());
   const uint32_t units = cellUnits + overflowUnits + (overflowUnits > 1 ? 1 : 0);
-  scheduler.forEach(0, units, 32, [&](uint32_t begin, uint32_t end) {
+  parallelFor(scheduler, 0, units, 32, [&](uint32_t begin, uint32_t end) {
     std::vector<Pair>& buffer = pairBuffers_.local();
     for (uint32_t u = begin; u < end; ++u) {
       if (u < cellUnits)
@@ -167,18 +284,14 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
 void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
   findPairsInto(scheduler, [](std::vector<Pair>&, bool) {});
+  // Every pair is unique, so the sorted list is the same for any thread count.
   size_t total = 0;
   for (int w = 0; w < pairBuffers_.size(); ++w) total += pairBuffers_[w].size();
-  out.resize(total);
-  size_t at = 0;
-  for (int w = 0; w < pairBuffers_.size(); ++w) {
-    std::vector<Pair>& b = pairBuffers_[w];
-    std::copy(b.begin(), b.end(), out.begin() + ptrdiff_t(at));
-    at += b.size();
-    b.clear();
-  }
-  // Every pair is unique, so the sorted list is the same for any thread count.
-  radixSortPairs(out, sortScratch_, capacity());
+  if (scheduler.threadCount() > 1 && total >= 16384)
+    mergeSortedParallel(scheduler, pairBuffers_, out, sortScratch_, capacity());
+  else
+    mergeSorted(pairBuffers_, out, sortScratch_, capacity());
+  for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
 }
 
 void SweepGrid::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume) {

@@ -5,17 +5,24 @@
 // boundaries the ray crosses, and each segment, grown by a slack (plus the
 // half extent of a swept box), visits the cells its bounding box overlaps.
 // Growing makes the walk robust: a ray through a cell corner, or rounding
-// in o + d t, can not skip a cell a box lives in. The cells of the previous
-// segment are skipped, so each cell is visited about once.
+// in o + d t, can not skip a cell a box lives in. In each cell only the boxes
+// overlapping the grown segment's bounds are tested (8 at a time), so a ray
+// pays for the boxes near it rather than for whole cells.
 // Correctness of the early exit: a box entered at t has that entry point in
-// the (grown) segment containing t, so once a segment ending at t1 >= best.t
-// is done, no unvisited box can come before the best hit.
+// the (grown) segment containing t, so it overlaps that segment's bounds and
+// is tested there; once a segment ending at t1 >= best.t is done, no box not
+// yet tested can come before the best hit.
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
+#include <broadphase/sweep_parallel.h>
 
 #include <algorithm>
 #include <limits>
 #include <unordered_set>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace bp {
 
@@ -48,10 +55,44 @@ bool clipRay(const Vec3& origin, const Vec3& invDirection, const Aabb& box, floa
   return tMin <= tMax;
 }
 
-// Box k of a cell as the exact Aabb.
-Aabb entryBox(const SweepCell& c, uint32_t k) {
-  const SweepYZ& yz = c.yz[k];
-  return {Vec3(c.minX()[k], yz.minY, yz.minZ), Vec3(c.maxX()[k], -yz.negMaxY, -yz.negMaxZ)};
+// Calls fn(k) for each entry k of the cell whose exact box overlaps `box`
+// (closed); fn returns false to stop, and then so does this. Entries are
+// sorted on min x, so the scan ends at the first min x beyond box.max.x.
+template <class Fn>
+bool forEachEntryIn(const SweepCell& c, const Aabb& box, Fn&& fn) {
+  const float *minX = c.key(0), *maxX = c.key(1), *minY = c.key(2), *maxY = c.key(3),
+              *minZ = c.key(4), *maxZ = c.key(5);
+#if defined(__AVX2__)
+  const __m256 hiX = _mm256_set1_ps(box.max.x()), loX = _mm256_set1_ps(box.min.x());
+  const __m256 hiY = _mm256_set1_ps(box.max.y()), loY = _mm256_set1_ps(box.min.y());
+  const __m256 hiZ = _mm256_set1_ps(box.max.z()), loZ = _mm256_set1_ps(box.min.z());
+  // The +inf padding of min x ends the scan inside the arrays.
+  for (uint32_t j = 0;; j += 8) {
+    const __m256 inX = _mm256_cmp_ps(_mm256_loadu_ps(minX + j), hiX, _CMP_LE_OQ);
+    const int xMask = _mm256_movemask_ps(inX);
+    if (xMask == 0) return true;
+    const __m256 a = _mm256_and_ps(inX, _mm256_cmp_ps(loX, _mm256_loadu_ps(maxX + j), _CMP_LE_OQ));
+    const __m256 b = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(minY + j), hiY, _CMP_LE_OQ),
+                                   _mm256_cmp_ps(loY, _mm256_loadu_ps(maxY + j), _CMP_LE_OQ));
+    const __m256 z = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(minZ + j), hiZ, _CMP_LE_OQ),
+                                   _mm256_cmp_ps(loZ, _mm256_loadu_ps(maxZ + j), _CMP_LE_OQ));
+    uint32_t hits = uint32_t(_mm256_movemask_ps(_mm256_and_ps(a, _mm256_and_ps(b, z))));
+    while (hits) {
+      const uint32_t k = j + uint32_t(__builtin_ctz(hits));
+      hits &= hits - 1;
+      if (!fn(k)) return false;
+    }
+    if (xMask != 0xFF) return true;
+  }
+#else
+  const uint32_t n = c.size();
+  for (uint32_t k = 0; k < n && minX[k] <= box.max.x(); ++k)
+    if ((box.min.x() <= maxX[k]) & (minY[k] <= box.max.y()) & (box.min.y() <= maxY[k]) &
+            (minZ[k] <= box.max.z()) & (box.min.z() <= maxZ[k]) &&
+        !fn(k))
+      return false;
+  return true;
+#endif
 }
 
 float maxAbs(const Vec3& v) {
@@ -73,8 +114,13 @@ void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnC
   const float s = cellSize_;
   const Vec3& o = ray.origin;
   const Vec3& d = ray.direction;
-  // Covers the rounding of o + d t and of the floor mapping (relative 2^-24).
-  const float slack = s * 0x1p-10f + (maxAbs(o) + maxT + maxAbs(grow)) * 0x1p-18f;
+  // Covers the rounding of o + d t and of the floor mapping (relative 2^-24)
+  // for every point of the ray inside the occupied cells.
+  float world = 0.0f;
+  for (int a = 0; a < 3; ++a)
+    world = std::max({world, std::fabs(float(gridBounds_.lo[a]) * s),
+                      std::fabs(float(int64_t(gridBounds_.hi[a]) + 1) * s)});
+  const float slack = s * 0x1p-10f + (2.0f * maxAbs(o) + world + maxAbs(grow)) * 0x1p-18f;
   const Vec3 g = grow + Vec3(slack, slack, slack);
 
   // Only the stretch of the ray inside the occupied cells (grown) matters.
@@ -109,32 +155,24 @@ void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnC
     }
   }
 
-  CellRange prev{{1, 1, 1}, {0, 0, 0}};  // empty
   float t0 = tBegin;
   for (;;) {
     const float tStop = std::min(maxT, tEnd);
     float t1 = std::min(std::min(tNext[0], tNext[1]), std::min(tNext[2], tStop));
     t1 = std::max(t1, t0);
+    Aabb cull;
     CellRange r;
     bool empty = false;
     for (int a = 0; a < 3; ++a) {
       const float p0 = o[a] + d[a] * t0, p1 = o[a] + d[a] * t1;
-      r.lo[a] = std::max(cellIn(std::min(p0, p1) - g[a], a), gridBounds_.lo[a]);
-      r.hi[a] = std::min(cellIn(std::max(p0, p1) + g[a], a), gridBounds_.hi[a]);
+      cull.min[a] = std::min(p0, p1) - g[a];
+      cull.max[a] = std::max(p0, p1) + g[a];
+      r.lo[a] = std::max(cellIn(cull.min[a], a), gridBounds_.lo[a]);
+      r.hi[a] = std::min(cellIn(cull.max[a], a), gridBounds_.hi[a]);
       empty |= r.lo[a] > r.hi[a];
     }
-    if (!empty) {
-      for (int32_t x = r.lo[0]; x <= r.hi[0]; ++x)
-        for (int32_t y = r.lo[1]; y <= r.hi[1]; ++y)
-          for (int32_t z = r.lo[2]; z <= r.hi[2]; ++z) {
-            if ((prev.lo[0] <= x) & (x <= prev.hi[0]) & (prev.lo[1] <= y) & (y <= prev.hi[1]) &
-                (prev.lo[2] <= z) & (z <= prev.hi[2]))
-              continue;
-            const uint32_t idx = map_.find(CellCoord{x, y, z});
-            if (idx != CellMap::kAbsent && !onCell(cells_[idx].value)) return;
-          }
-      prev = r;
-    }
+    if (!empty && !forEachCellInRange(r, [&](const SweepCell& c) { return onCell(c, cull); }))
+      return;
     if (!onSegmentEnd(t1)) return;
     if (t1 >= std::min(maxT, tEnd)) return;
     int axis = 0;
@@ -166,10 +204,8 @@ RayHit SweepGrid::castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) co
     if (test(id, boxes_[id])) return best;
   walkRay(
       ray, grow, maxT,
-      [&](const SweepCell& c) {
-        for (uint32_t k = 0; k < c.size(); ++k)
-          if (test(c.ids[k], entryBox(c, k))) return false;
-        return true;
+      [&](const SweepCell& c, const Aabb& cull) {
+        return forEachEntryIn(c, cull, [&](uint32_t k) { return !test(c.ids[k], c.box(k)); });
       },
       [](float) { return true; });
   return best;
@@ -204,9 +240,11 @@ void SweepGrid::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
   for (const uint32_t id : overflow_) test(id, boxes_[id]);
   walkRay(
       ray, Vec3::Zero(), maxT,
-      [&](const SweepCell& c) {
-        for (uint32_t k = 0; k < c.size(); ++k) test(c.ids[k], entryBox(c, k));
-        return true;
+      [&](const SweepCell& c, const Aabb& cull) {
+        return forEachEntryIn(c, cull, [&](uint32_t k) {
+          test(c.ids[k], c.box(k));
+          return true;
+        });
       },
       [](float) { return true; });
   // A box in several cells gives the same hit each time: adjacent after sorting.
@@ -249,15 +287,15 @@ void SweepGrid::castRay(const Ray& ray, RayCallback callback) const {
   };
   walkRay(
       ray, Vec3::Zero(), maxT,
-      [&](const SweepCell& c) {
-        for (uint32_t k = 0; k < c.size(); ++k) {
+      [&](const SweepCell& c, const Aabb& cull) {
+        return forEachEntryIn(c, cull, [&](uint32_t k) {
           const uint32_t id = c.ids[k];
           float t;
-          if (intersectRayAabb(ray.origin, ray.invDirection, entryBox(c, k), 0.0f, maxT, t) &&
+          if (intersectRayAabb(ray.origin, ray.invDirection, c.box(k), 0.0f, maxT, t) &&
               !delivered.count(id))
             candidates.push_back({id, t});
-        }
-        return true;
+          return true;
+        });
       },
       [&](float t1) {
         while (nextOverflow < overflowHits.size() && overflowHits[nextOverflow].t <= t1)
@@ -280,9 +318,11 @@ void SweepGrid::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::s
     throwError(ErrorCode::invalidArgument, "castRays: RayQuery::all has no single result");
   for (const Ray& r : rays) requireValidRay(r);
   const bool anyHit = kind == RayQuery::any;
-  scheduler.forEach(0, static_cast<uint32_t>(rays.size()), 64, [&](uint32_t begin, uint32_t end) {
-    for (uint32_t i = begin; i < end; ++i) out[i] = castRayGrown(rays[i], Vec3::Zero(), anyHit);
-  });
+  parallelFor(scheduler, 0, static_cast<uint32_t>(rays.size()), 64,
+              [&](uint32_t begin, uint32_t end) {
+                for (uint32_t i = begin; i < end; ++i)
+                  out[i] = castRayGrown(rays[i], Vec3::Zero(), anyHit);
+              });
 }
 
 void SweepGrid::queryBox(const Aabb& box, OverlapCallback callback) const {
@@ -296,12 +336,9 @@ void SweepGrid::queryBox(const Aabb& box, OverlapCallback callback) const {
   forEachCellInRange(q, [&](const SweepCell& c) {
     const uint8_t cellMask = uint8_t((c.coord.x == q.lo[0]) | ((c.coord.y == q.lo[1]) << 1) |
                                      ((c.coord.z == q.lo[2]) << 2));
-    const float* minX = c.minX();
-    for (uint32_t k = 0; k < c.size() && minX[k] <= box.max.x(); ++k) {
-      if (((c.flags[k] | cellMask) & kStartsHereMask) != kStartsHereMask) continue;
-      if (overlaps(box, entryBox(c, k)) && !callback(c.ids[k])) return false;
-    }
-    return true;
+    return forEachEntryIn(c, box, [&](uint32_t k) {
+      return ((c.flags[k] | cellMask) & kStartsHereMask) != kStartsHereMask || callback(c.ids[k]);
+    });
   });
 }
 
@@ -317,7 +354,7 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
   const SweepCell& c = cells_[idx].value;
   const float* minX = c.minX();
   for (uint32_t k = 0; k < c.size() && minX[k] <= point.x(); ++k)
-    if (containsPoint(entryBox(c, k), point) && !callback(c.ids[k])) return;
+    if (containsPoint(c.box(k), point) && !callback(c.ids[k])) return;
 }
 
 // Rings of cells around the point's cell, by Chebyshev distance R. Each box is

@@ -88,9 +88,10 @@ std::string SweepGrid::validate() const {
     if (c.dirty || c.leaving) return "cell left dirty" + where;
     const uint32_t n = c.size();
     if (n == 0) return "empty cell kept" + where;
-    if (c.x.size() != 2 * size_t(n) + 1 || c.yz.size() != n || c.flags.size() != n)
+    if (c.keys.size() != 6 * c.stride() || c.flags.size() != c.stride())
       return "SoA arrays have the wrong size" + where;
-    if (c.minX()[n] != std::numeric_limits<float>::infinity()) return "sentinel missing" + where;
+    for (uint32_t p = n; p < c.stride(); ++p)
+      if (c.minX()[p] != std::numeric_limits<float>::infinity()) return "sentinel missing" + where;
     entries += n;
     seen.assign(c.ids.begin(), c.ids.end());
     std::sort(seen.begin(), seen.end());
@@ -103,9 +104,8 @@ std::string SweepGrid::validate() const {
       if (k > 0 && c.minX()[k - 1] > c.minX()[k]) return "cell not sorted on min x" + where;
       const Aabb& b = boxes_[id];
       if (dirty_[id]) continue;  // its keys are refreshed at the next update
-      if (c.minX()[k] != b.min.x() || c.maxX()[k] != b.max.x() || c.yz[k].minY != b.min.y() ||
-          c.yz[k].minZ != b.min.z() || -c.yz[k].negMaxY != b.max.y() ||
-          -c.yz[k].negMaxZ != b.max.z())
+      const Aabb e = c.box(k);
+      if (e.min != b.min || e.max != b.max)
         return "cell keys differ from the exact box" + where + at(id);
       const CellRange& r = range_[id];
       const uint8_t flags =

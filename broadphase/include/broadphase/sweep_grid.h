@@ -72,38 +72,38 @@ struct CellRange {
 
 enum class Registration : uint8_t { none, cells, overflow };
 
-// A box's y and z bounds laid out for one 4-lane compare in the sweep:
-// box j overlaps box i on y and z iff (minY, minZ, -maxY, -maxZ)_j <=
-// (maxY, maxZ, -minY, -minZ)_i on every lane. Negation is exact, so the values
-// are the exact box.
-struct alignas(16) SweepYZ {
-  float minY;
-  float minZ;
-  float negMaxY;
-  float negMaxZ;
-};
-static_assert(sizeof(SweepYZ) == 16 && alignof(SweepYZ) == 16);
-
 // Entry flags: bit k (k = 0, 1, 2) set when the entry's box starts in this
 // cell on axis k; kStaticFlag when the proxy is static.
 inline constexpr uint8_t kStartsHereMask = 0x7;
 inline constexpr uint8_t kStaticFlag = 0x8;
 
-// One occupied cell. Members are sorted by min x after every update.
-// x holds 2n + 1 floats: min x of each entry, a +inf sentinel (the sweep's
-// only loop bound), then max x of each entry.
+// Padding after the n entries of each key array: the 8-wide sweep reads whole
+// blocks of 8 and stops on the +inf min x of the padding (the sentinel).
+inline constexpr uint32_t kSweepPad = 8;
+
+// One occupied cell. Members are sorted by (min x, id) after every update.
+// keys holds six arrays of stride n + kSweepPad, in this order: min x, max x,
+// min y, max y, min z, max z (SoA, so the sweep compares 8 boxes per axis at
+// once); the padding of min x is +inf, the rest 0.
 struct SweepCell {
   CellCoord coord;
   uint8_t dirty = 0;    // queued for refresh in the current update
   uint8_t leaving = 0;  // a member left: compact before the refresh
   std::vector<uint32_t> ids;
-  std::vector<float> x;
-  std::vector<SweepYZ> yz;
-  std::vector<uint8_t> flags;
+  std::vector<float> keys;
+  std::vector<uint8_t> flags;  // n + kSweepPad, padding 0
 
   uint32_t size() const { return static_cast<uint32_t>(ids.size()); }
-  const float* minX() const { return x.data(); }
-  const float* maxX() const { return x.data() + ids.size() + 1; }
+  size_t stride() const { return ids.size() + kSweepPad; }
+  const float* key(int array) const { return keys.data() + size_t(array) * stride(); }
+  const float* minX() const { return key(0); }
+  const float* maxX() const { return key(1); }
+  // The exact box of entry k.
+  Aabb box(uint32_t k) const {
+    const size_t m = stride();
+    const float* p = keys.data() + k;
+    return {Vec3(p[0], p[2 * m], p[4 * m]), Vec3(p[m], p[3 * m], p[5 * m])};
+  }
 };
 // Cells are refreshed and swept by different workers side by side: each header
 // has its own 128-byte slot.
@@ -221,7 +221,8 @@ class SweepGrid {
   // Scratch kept between frames so a steady state allocates nothing.
   std::vector<CellRange> newRange_;
   std::vector<Registration> newKind_;
-  std::vector<uint32_t> changed_;  // indices with rangeChanged_ set
+  std::vector<uint8_t> sameCells_;  // 1: the dirty proxy stays in the same cells
+  std::vector<uint32_t> changed_;   // indices with rangeChanged_ set
   PerWorker<std::vector<Pair>> pairBuffers_;
   std::vector<Pair> sortScratch_;
 };
