@@ -54,15 +54,6 @@ inline bool boxesOverlap(const Aabb& a, const Aabb& b) {
 #endif
 }
 
-enum class PairKind : uint32_t { self, crossDynamic, crossStatic };
-
-struct PairTask {
-  uint32_t a;  // a dynamic node or leaf
-  uint32_t b;  // a node or leaf of the dynamic (crossDynamic) or static tree
-  PairKind kind;
-};
-static_assert(sizeof(PairTask) == 12, "stack entries stay small");
-
 constexpr size_t kPairTasks = 256;
 constexpr size_t kStreamChunk = 4096;
 
@@ -167,7 +158,9 @@ void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
   pairBuffers_.forEachSlot([](std::vector<Pair>& b) { b.clear(); });
 
   const PairWalk walk{dynamic_.nodes.data(), static_.nodes.data(), exact_.data()};
-  std::vector<PairTask> tasks, next;
+  std::vector<PairTask>& tasks = scratchTasks_;
+  std::vector<PairTask>& next = scratchTasksNext_;
+  tasks.clear();
   if (dynamic_.root != kNullIndex) {
     tasks.push_back({dynamic_.root, 0, PairKind::self});
     if (static_.root != kNullIndex)

@@ -125,7 +125,7 @@ void Bvh::refit(BvhTree& tree, Scheduler& scheduler, bool everyNode) {
 
   std::vector<uint32_t>& top = scratchTop_;
   std::vector<uint32_t>& frontier = scratchFrontier_;
-  std::vector<uint32_t> next;
+  std::vector<uint32_t>& next = scratchNext_;
   top.clear();
   frontier.assign(1, tree.root);
   while (frontier.size() < kRefitSubtrees) {
@@ -151,7 +151,8 @@ void Bvh::refit(BvhTree& tree, Scheduler& scheduler, bool everyNode) {
 double Bvh::computeCost(const BvhTree& tree, Scheduler& scheduler) {
   const uint32_t count = static_cast<uint32_t>(tree.nodes.size());
   const uint32_t chunks = (count + kCostChunk - 1) / kCostChunk;
-  std::vector<double> partial(chunks, 0.0);
+  std::vector<double>& partial = scratchCost_;
+  partial.assign(chunks, 0.0);
   const BvhNode* nodes = tree.nodes.data();
   scheduler.forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
     for (uint32_t c = begin; c < end; ++c) {

@@ -138,7 +138,7 @@ class Bvh {
   void updateTree(BvhTree& tree, Scheduler& scheduler);
   void writeMovedSlots(BvhTree& tree, Scheduler& scheduler);
   void refit(BvhTree& tree, Scheduler& scheduler, bool everyNode);
-  static double computeCost(const BvhTree& tree, Scheduler& scheduler);
+  double computeCost(const BvhTree& tree, Scheduler& scheduler);
 
   // bvh_build.cpp: full binned-SAH build of the tree's leaves and pending inserts.
   void rebuildTree(BvhTree& tree, Scheduler& scheduler);
@@ -172,6 +172,11 @@ class Bvh {
   PerWorker<std::vector<Pair>> pairBuffers_;
   std::vector<uint32_t> scratchTop_;
   std::vector<uint32_t> scratchFrontier_;
+  // Per-frame scratch kept across frames so that a steady state allocates
+  // nothing: refit's next frontier, the cost partial sums, the pair tasks.
+  std::vector<uint32_t> scratchNext_;
+  std::vector<double> scratchCost_;
+  std::vector<PairTask> scratchTasks_, scratchTasksNext_;
   std::vector<uint32_t> bucketStart_;   // pair sort: first pair of each a
   std::vector<uint32_t> bucketCursor_;  // pair sort: next free slot of each a
 };

@@ -61,4 +61,15 @@ struct BvhTree {
   uint32_t rebuildCount = 0;
 };
 
+// One unit of the pair traversal: a node (or leaf) of the dynamic tree against
+// itself, against another dynamic node, or against a static node.
+enum class PairKind : uint32_t { self, crossDynamic, crossStatic };
+
+struct PairTask {
+  uint32_t a;  // a dynamic node or leaf
+  uint32_t b;  // a node or leaf of the dynamic (crossDynamic) or static tree
+  PairKind kind;
+};
+static_assert(sizeof(PairTask) == 12, "stack entries stay small");
+
 }  // namespace bp
