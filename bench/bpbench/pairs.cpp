@@ -206,6 +206,8 @@ int commandPairs(const Options& o) {
             .add("pairs_fnv1a", hex16(res.hash))
             .add("peak_mib", res.peakMib, 1)
             .add("base_mib", res.baseMib, 1)
+            .add("structure_mib", res.structMib, 1)
+            .add("bytes_per_proxy", res.structMib * 1048576.0 / double(n), 0)
             .add("ratio", firstMedian / res.medianMs, 3)
             .add("ratio_to", firstName)
             .add("checked", o.check ? (res.bruteChecked ? "brute+cross" : "cross") : "no");
