@@ -447,3 +447,54 @@ TEST(BroadPhase, QueriesAfterTheLastStaticIsRemoved) {
 
 }  // namespace
 }  // namespace bp
+
+namespace bp {
+namespace {
+
+// `automatic` moves proxies between layouts as the share of moving proxies
+// changes; pairs stay exact and events report only real changes.
+TEST(BroadPhase, AutomaticLayoutSwitchesKeepPairsAndEvents) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(0.0f, 40.0f);
+  auto box = [&] { return Aabb::fromCenterExtent(Vec3(u(rng), u(rng), u(rng)), Vec3(2, 2, 2)); };
+  BroadPhase bp({.structure = Structure::automatic, .threads = 2});
+  std::vector<Aabb> boxes;
+  std::vector<uint8_t> isStatic, live;
+  std::vector<ProxyId> ids;
+  auto addProxy = [&](bool st) {
+    const Aabb b = box();
+    ids.push_back(bp.add({.box = b, .motion = st ? MotionType::staticBody : MotionType::dynamic,
+                          .userData = boxes.size()}));
+    boxes.push_back(b);
+    isStatic.push_back(st);
+    live.push_back(1);
+  };
+  auto check = [&](const char* stage) {
+    const size_t before = bp.lastPairs().pairs.size();
+    const FramePairs& f = bp.update();
+    EXPECT_TRUE(test::samePairs(brute::findPairs(boxes, isStatic, live), indicesOf(f.pairs))) << stage;
+    EXPECT_EQ(before + f.begun.size() - f.ended.size(), f.pairs.size()) << stage;
+    EXPECT_EQ(bp.validate(), "") << stage;
+    return f.begun.size() + f.ended.size();
+  };
+  for (int i = 0; i < 1500; ++i) addProxy(i % 20 != 0);  // 5 % moving: one tree
+  check("mostly static");
+  EXPECT_EQ(check("again, nothing changed"), 0u);
+  for (int i = 0; i < 3000; ++i) addProxy(false);  // 68 % moving: split
+  check("mostly moving");
+  EXPECT_EQ(check("after the switch, nothing changed"), 0u);
+  for (size_t i = 1500; i < ids.size(); ++i) {  // remove the movers again
+    bp.remove(ids[i]);
+    live[i] = 0;
+  }
+  check("mostly static again");
+  EXPECT_EQ(check("after the switch back, nothing changed"), 0u);
+  // Rays see the world through whichever layout is current.
+  for (int r = 0; r < 50; ++r) {
+    const Ray ray = makeRay(Vec3(u(rng), u(rng), u(rng)), Vec3(u(rng) - 20, u(rng) - 20, 1), 30);
+    EXPECT_EQ(bp.castRay(ray), brute::castRayClosest(boxes, ray, live));
+  }
+}
+
+}  // namespace
+}  // namespace bp

@@ -41,14 +41,11 @@ BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
   scheduler_ = config.arena ? std::make_unique<Scheduler>(*config.arena)
                             : std::make_unique<Scheduler>(config.threads);
   pairBuffers_ = std::make_unique<PerWorker<std::vector<ProxyPair>>>(scheduler_->threadCount());
-  if (config.structure == Structure::bvh) {
-    sides_[0] = Side::makeBvh(config);
-  } else if (config.structure == Structure::sweep) {
-    sides_[0] = Side::makeSweep(config);
-  } else {
-    sides_[0] = Side::makeSweep(config);
-    sides_[1] = Side::makeBvh(config);
-  }
+  layout_ = config.structure == Structure::bvh     ? Layout::bvhOnly
+            : config.structure == Structure::sweep ? Layout::sweepOnly
+                                                   : Layout::split;
+  sides_[0] = layout_ == Layout::bvhOnly ? Side::makeBvh(config) : Side::makeSweep(config);
+  if (layout_ == Layout::split) sides_[1] = Side::makeBvh(config);
 }
 
 BroadPhase::~BroadPhase() = default;
@@ -78,7 +75,8 @@ ProxyId BroadPhase::add(const ProxyDesc& desc) {
   }
   desc_[i] = desc;
   state_[i] = kPendingAdd;
-  side_[i] = (sides_[1] && desc.motion == MotionType::staticBody) ? 1 : 0;
+  side_[i] = sideForMotion(desc.motion);
+  staticCount_ += desc.motion == MotionType::staticBody;
   pendingAdds_.push_back(i);
   return id;
 }
@@ -116,6 +114,7 @@ void BroadPhase::remove(ProxyId id) {
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
   }
+  staticCount_ -= desc_[i].motion == MotionType::staticBody;
   state_[i] = 0;
   pool_.release(id);
 }
@@ -304,7 +303,43 @@ void BroadPhase::computeEvents() {
   renewedList_.clear();
 }
 
+// `automatic`: the sweep wins when most proxies move, but when few do (the
+// `static` scene: 90 % static) one tree, whose dynamic subtree is traversed
+// against the static subtree, beats querying each moving proxy against a
+// separate static tree (bench: static 10^5, bvh 6.9 ms vs split 13.7 ms a
+// frame). Re-decided only when the population changed by a quarter, with
+// hysteresis, so a scene never flips back and forth.
+void BroadPhase::chooseLayout() {
+  if (config_.structure != Structure::automatic) return;
+  const uint32_t live = pool_.liveCount();
+  if (live == 0) return;
+  if (decidedAtCount_ != 0 && live * 4 <= decidedAtCount_ * 5 && live * 4 >= decidedAtCount_ * 3)
+    return;
+  decidedAtCount_ = live;
+  const float moving = float(live - staticCount_) / float(live);
+  Layout want = layout_;
+  if (moving < 0.2f) want = Layout::bvhOnly;
+  else if (moving > 0.3f) want = Layout::split;
+  if (want != layout_) relayout(want);
+}
+
+// Moves every proxy into fresh structures of the given layout. Proxy indices,
+// handles and the pair lists are untouched, so events stay exact.
+void BroadPhase::relayout(Layout layout) {
+  applyPending();
+  layout_ = layout;
+  sides_[0] = layout == Layout::bvhOnly ? Side::makeBvh(config_) : Side::makeSweep(config_);
+  sides_[1] = layout == Layout::split ? Side::makeBvh(config_) : nullptr;
+  for (uint32_t i = 0; i < desc_.size(); ++i) {
+    if (!pool_.isLiveIndex(i)) continue;
+    side_[i] = sideForMotion(desc_[i].motion);
+    inner_[i] = sides_[side_[i]]->add(desc_[i].box, desc_[i].motion == MotionType::staticBody, i);
+    state_[i] = kInStructure;
+  }
+}
+
 const FramePairs& BroadPhase::update() {
+  chooseLayout();
   applyPending();
   std::swap(previous_, pairs_);
   try {
@@ -321,6 +356,7 @@ const FramePairs& BroadPhase::update() {
 void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   // Reuses the merged path's parallel stages but hands each worker's chunk
   // straight to the consumer instead of merging.
+  chooseLayout();
   applyPending();
   Side& main = *sides_[0];
   Side* statics = sides_[1].get();
@@ -381,16 +417,11 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
                                             " would become " + describeInvalid(shifted));
   }
   applyPending();
-  // Rebuild both sides from scratch: a shift is rare, and a fresh build gives
-  // the trees their best quality in the new frame.
-  for (auto& side : sides_)
-    if (side) side = side->makeEmptyLike(config_);
-  for (uint32_t i = 0; i < desc_.size(); ++i) {
-    if (!pool_.isLiveIndex(i)) continue;
-    desc_[i].box = {desc_[i].box.min - offset, desc_[i].box.max - offset};
-    inner_[i] = sides_[side_[i]]->add(desc_[i].box, desc_[i].motion == MotionType::staticBody, i);
-    state_[i] = kInStructure;
-  }
+  for (uint32_t i = 0; i < desc_.size(); ++i)
+    if (pool_.isLiveIndex(i)) desc_[i].box = {desc_[i].box.min - offset, desc_[i].box.max - offset};
+  // Rebuild the structures from scratch: a shift is rare, and a fresh build
+  // gives the trees their best quality in the new frame.
+  relayout(layout_);
 }
 
 // --- Introspection ------------------------------------------------------------

@@ -40,9 +40,6 @@ struct BroadPhase::Side {
     s->sweep = std::make_unique<SweepGrid>(sc);
     return s;
   }
-  std::unique_ptr<Side> makeEmptyLike(const BroadPhaseConfig& c) const {
-    return bvh ? makeBvh(c) : makeSweep(c);
-  }
 
   template <class Fn>
   decltype(auto) visit(Fn&& fn) {

@@ -42,7 +42,8 @@ class SweepGrid;
 enum class Structure : uint8_t {
   bvh,        ///< one dynamic AABB tree (statics in a tree of their own inside it)
   sweep,      ///< one cell-partitioned sweep-and-prune
-  automatic,  ///< statics in a SAH-built tree, moving proxies in the cell sweep
+  automatic,  ///< statics in a SAH-built tree; moving proxies in the cell sweep, or in the
+              ///< tree too when they are few (see docs/threading.md, "automatic")
 };
 
 enum class MotionType : uint8_t {
@@ -187,9 +188,18 @@ class BroadPhase {
 
  private:
   struct Side;
+  // Where proxies live. bvhOnly and sweepOnly are the fixed structures; split
+  // (statics in a tree, moving proxies in the sweep) and bvhOnly are the two
+  // layouts `automatic` chooses between.
+  enum class Layout : uint8_t { bvhOnly, sweepOnly, split };
   enum : uint8_t { kPendingAdd = 1, kInStructure = 2, kPendingMove = 4 };
 
   void checkLive(ProxyId id, const char* what) const;
+  void chooseLayout();
+  void relayout(Layout layout);
+  uint8_t sideForMotion(MotionType motion) const {
+    return (layout_ == Layout::split && motion == MotionType::staticBody) ? 1 : 0;
+  }
   void recordMove(uint32_t index, const Aabb& box);
   Side& sideFor(MotionType motion);
   void applyPending();
@@ -202,6 +212,9 @@ class BroadPhase {
   BroadPhaseConfig config_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Side> sides_[2];  ///< [0] moving (or everything), [1] statics in `automatic`
+  Layout layout_ = Layout::split;
+  uint32_t staticCount_ = 0;     ///< live static proxies (pending adds included)
+  uint32_t decidedAtCount_ = 0;  ///< live proxies when `automatic` last chose a layout
 
   /// Per proxy, indexed by ProxyId::index (split fields: the hot loops touch
   /// only filter_/motion_/userData_).
