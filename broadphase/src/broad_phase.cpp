@@ -138,9 +138,8 @@ void BroadPhase::move(ProxyId id, const Aabb& box) {
 
 void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
   if (ids.size() != boxes.size())
-    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) +
-                                               " handles but " + std::to_string(boxes.size()) +
-                                               " boxes");
+    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " handles but " +
+                                               std::to_string(boxes.size()) + " boxes");
   // Validate everything first (nothing changes if any entry is bad), then
   // record without checking again: this is the per-frame hot path.
   for (size_t k = 0; k < ids.size(); ++k) {
@@ -213,31 +212,37 @@ void BroadPhase::applyPending() {
     if (sides_[s] && !sides_[s]->moveIds.empty()) sides_[s]->moveBatch();
 }
 
-void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
+// The frame's raw pairs, in structure slots: the main side's own, and (split
+// layout) every moving proxy against the static side. The two are independent
+// and run as two tasks. The static side is always brought up to date (queries
+// need it); returns it only if it holds something to pair against.
+BroadPhase::Side* BroadPhase::findRawPairs() {
   Side& main = *sides_[0];
   Side* statics = sides_[1].get();
-  // The moving side's own pairs and (in `automatic`) moving-versus-static
-  // pairs are independent: run them as two tasks.
-  // The static side is always brought up to date (queries need it), but
-  // only queried against when it holds something.
   scheduler_->invoke([&] { main.findPairs(*scheduler_); },
                      [&] {
                        if (statics) statics->pairAgainst(*scheduler_, main, desc_);
                      });
-  if (statics && statics->proxyCount() == 0) statics = nullptr;
+  return statics && statics->proxyCount() > 0 ? statics : nullptr;
+}
 
-  // Map structure indices to proxy indices, apply filters and motion rules.
-  const bool kk = config_.pairKinematicKinematic;
-  auto accept = [&](uint32_t a, uint32_t b) {
-    const ProxyDesc& da = desc_[a];
-    const ProxyDesc& db = desc_[b];
-    if (!da.filter.accepts(db.filter)) return false;
-    const bool aKin = da.motion == MotionType::kinematic;
-    const bool bKin = db.motion == MotionType::kinematic;
-    if (aKin && (bKin ? !kk : db.motion == MotionType::staticBody)) return false;
-    if (bKin && da.motion == MotionType::staticBody) return false;
-    return true;
-  };
+// Filters and motion rules: static-static never reaches here; kinematic-static
+// never pairs, kinematic-kinematic only on request.
+bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
+  const ProxyDesc& da = desc_[a];
+  const ProxyDesc& db = desc_[b];
+  if (!da.filter.accepts(db.filter)) return false;
+  const bool aKin = da.motion == MotionType::kinematic;
+  const bool bKin = db.motion == MotionType::kinematic;
+  if (aKin && (bKin ? !config_.pairKinematicKinematic : db.motion == MotionType::staticBody))
+    return false;
+  if (bKin && da.motion == MotionType::staticBody) return false;
+  return true;
+}
+
+void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
+  Side& main = *sides_[0];
+  Side* statics = findRawPairs();
 
   PerWorker<std::vector<ProxyPair>>& buffers = *pairBuffers_;
   buffers.forEachSlot([](std::vector<ProxyPair>& b) { b.clear(); });
@@ -250,7 +255,7 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
         uint32_t a = outerA[raw[k].a];
         uint32_t b = outerB[raw[k].b];
         if (a > b) std::swap(a, b);
-        if (accept(a, b)) buf.push_back({a, b, desc_[a].userData, desc_[b].userData});
+        if (accepts(a, b)) buf.push_back({a, b, desc_[a].userData, desc_[b].userData});
       }
     });
   };
@@ -318,8 +323,10 @@ void BroadPhase::chooseLayout() {
   decidedAtCount_ = live;
   const float moving = float(live - staticCount_) / float(live);
   Layout want = layout_;
-  if (moving < 0.2f) want = Layout::bvhOnly;
-  else if (moving > 0.3f) want = Layout::split;
+  if (moving < 0.2f)
+    want = Layout::bvhOnly;
+  else if (moving > 0.3f)
+    want = Layout::split;
   if (want != layout_) relayout(want);
 }
 
@@ -359,15 +366,7 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   chooseLayout();
   applyPending();
   Side& main = *sides_[0];
-  Side* statics = sides_[1].get();
-  // The static side is always brought up to date (queries need it), but
-  // only queried against when it holds something.
-  scheduler_->invoke([&] { main.findPairs(*scheduler_); },
-                     [&] {
-                       if (statics) statics->pairAgainst(*scheduler_, main, desc_);
-                     });
-  if (statics && statics->proxyCount() == 0) statics = nullptr;
-  const bool kk = config_.pairKinematicKinematic;
+  Side* statics = findRawPairs();
   auto deliver = [&](std::span<const Pair> raw, const std::vector<uint32_t>& outerA,
                      const std::vector<uint32_t>& outerB) {
     scheduler_->forEach(0, uint32_t(raw.size()), kPairGrain, [&](uint32_t begin, uint32_t end) {
@@ -376,14 +375,8 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
       for (uint32_t k = begin; k < end; ++k) {
         uint32_t a = outerA[raw[k].a], b = outerB[raw[k].b];
         if (a > b) std::swap(a, b);
-        const ProxyDesc& da = desc_[a];
-        const ProxyDesc& db = desc_[b];
-        if (!da.filter.accepts(db.filter)) continue;
-        const bool aKin = da.motion == MotionType::kinematic;
-        const bool bKin = db.motion == MotionType::kinematic;
-        if (aKin && (bKin ? !kk : db.motion == MotionType::staticBody)) continue;
-        if (bKin && da.motion == MotionType::staticBody) continue;
-        chunk[n++] = {a, b, da.userData, db.userData};
+        if (!accepts(a, b)) continue;
+        chunk[n++] = {a, b, desc_[a].userData, desc_[b].userData};
         if (n == 256) {
           consume(std::span<const ProxyPair>(chunk, n));
           n = 0;

@@ -73,8 +73,9 @@ struct BroadPhaseConfig {
   Structure structure = Structure::automatic;
   int threads = 0;                   ///< 0: every hardware thread
   tbb::task_arena* arena = nullptr;  ///< share an engine's arena (then `threads` is ignored)
-  float margin = 0.02f;  ///< fat-box margin of the trees, world units (best measured on the standard scenes)
-  float cellSize = 0.0f;             ///< sweep cell edge; 0 = chosen from the boxes
+  float margin =
+      0.02f;  ///< fat-box margin of the trees, world units (best measured on the standard scenes)
+  float cellSize = 0.0f;  ///< sweep cell edge; 0 = chosen from the boxes
   bool pairKinematicKinematic = false;
   /// Upper bound on the pairs of one frame; update() throws
   /// Error(capacityExceeded) instead of exhausting memory. 0 = no bound.
@@ -203,6 +204,8 @@ class BroadPhase {
   void recordMove(uint32_t index, const Aabb& box);
   Side& sideFor(MotionType motion);
   void applyPending();
+  Side* findRawPairs();
+  bool accepts(uint32_t a, uint32_t b) const;
   void collectPairs(std::vector<ProxyPair>& out);
   void computeEvents();
   uint32_t sideOf(uint32_t index) const { return side_[index]; }
