@@ -159,7 +159,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (got != expectedPairs()) fail("pairs differ from the model");
         committed.assign(desc.size(), bp::Aabb{});
         committedLive = live;
-        for (uint32_t i = 0; i < desc.size(); ++i) committed[i] = desc[i].box;
+        // A ray query uses the default filter: a proxy whose mask refuses it
+        // is not a candidate.
+        for (uint32_t i = 0; i < desc.size(); ++i) {
+          committed[i] = desc[i].box;
+          if (!bp::Filter{}.accepts(desc[i].filter)) committedLive[i] = 0;
+        }
       } else if (!committed.empty()) {
         // A ray through the committed world; closest hit equals brute force.
         const bp::Vec3 o(in.coord(), in.coord(), in.coord());
@@ -179,7 +184,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!threw) {
           const bp::RayHit want =
               bp::brute::castRayClosest(committed, bp::makeRay(o, d, len), committedLive);
-          if (!(hit == want)) fail("closest hit differs from brute force");
+          if (!(hit == want)) {
+            char text[512];
+            std::snprintf(text, sizeof text,
+                          "closest hit differs from brute force (structure %d): ray o=(%.9g %.9g "
+                          "%.9g) d=(%.9g %.9g %.9g) len=%.9g: got %u at %.9g, want %u at %.9g",
+                          int(structure), o.x(), o.y(), o.z(), d.x(), d.y(), d.z(), len,
+                          hit.proxy, hit.t, want.proxy, want.t);
+            if (want.hit() && std::getenv("BP_FUZZ_DEBUG")) {
+              const bp::Aabb& c = committed[want.proxy];
+              std::fprintf(stderr, "committed box %u: %s; desc now %s; motion %d\n", want.proxy,
+                           bp::toString(c).c_str(), bp::toString(desc[want.proxy].box).c_str(),
+                           int(desc[want.proxy].motion));
+            }
+            fail(text);
+          }
         }
       }
     } catch (const bp::Error& e) {
