@@ -79,16 +79,6 @@ bool insertionSortEntries(float* const k[6], uint8_t* flags, uint32_t* ids, uint
 
 }  // namespace
 
-Registration SweepGrid::classify(const CellRange& r) const {
-  uint64_t cells = 1;
-  for (int a = 0; a < 3; ++a) {
-    const uint64_t span = uint64_t(int64_t(r.hi[a]) - int64_t(r.lo[a]) + 1);
-    if (span > config_.maxCellsPerProxy) return Registration::overflow;
-    cells *= span;
-  }
-  return cells > config_.maxCellsPerProxy ? Registration::overflow : Registration::cells;
-}
-
 void SweepGrid::chooseCellSize() {
   const uint32_t live = pool_.liveCount();
   if (config_.cellSize > 0.0f) {

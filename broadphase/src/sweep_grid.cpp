@@ -29,8 +29,9 @@ SweepGrid::SweepGrid(const SweepGridConfig& config) : config_(config) {
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellSizeFactor must be > 0");
   if (!(config.targetBoxesPerCell >= 0.0f) || !std::isfinite(config.targetBoxesPerCell))
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::targetBoxesPerCell must be >= 0");
-  if (config.maxCellsPerProxy == 0)
-    throwError(ErrorCode::invalidArgument, "SweepGridConfig::maxCellsPerProxy must be >= 1");
+  if (config.maxCellsPerProxy == 0 || config.maxCellsPerProxy > (1u << 20))
+    throwError(ErrorCode::invalidArgument,
+               "SweepGridConfig::maxCellsPerProxy must be in [1, 2^20]");
 }
 
 void SweepGrid::markDirty(uint32_t index) {
