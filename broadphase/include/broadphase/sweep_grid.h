@@ -9,8 +9,11 @@
 //   overflow boxes find their pairs by querying the cells their box overlaps
 //   (and each other with a sweep of their own).
 // - Each cell keeps its members sorted by min x with the other bounds beside
-//   them (SoA) and a +inf sentinel, and sweeps them: for each box scan forward
-//   while next.min.x <= this.max.x, testing y and z with one 4-lane compare.
+//   them (six SoA arrays padded with a +inf min x sentinel), and sweeps them:
+//   for each box scan forward while next.min.x <= this.max.x, eight candidates
+//   per step with AVX2 (x, y, z, the dedup and static rules all as lane masks;
+//   a scalar loop without AVX2). Static-static candidates are rejected in the
+//   mask, never reported.
 // - A pair found in several cells is reported only by the cell that holds the
 //   min corner of the two boxes' intersection: per axis that cell is
 //   max(lo_a, lo_b), i.e. one of the two boxes starts there. Each entry carries
@@ -22,6 +25,11 @@
 //   touches only the cells it leaves and enters.
 // - All structural work is deferred to update(): add/move/remove only record
 //   the new box and mark the proxy dirty.
+// - Threads: update() and findPairs() run their per-proxy and per-cell work
+//   as Scheduler::forEach tasks; pairs go to per-worker buffers and are merged
+//   by a (parallel) radix sort on the unique pair key, so the sorted list is
+//   the same for any thread count. Queries are const and thread-safe between
+//   updates; rays walk the cells with a 3D DDA (sweep_query.cpp).
 #pragma once
 
 #include <broadphase/function_ref.h>
