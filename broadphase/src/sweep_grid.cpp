@@ -15,6 +15,15 @@ void requireValidBox(const Aabb& box) {
   if (!isValid(box)) throwError(ErrorCode::invalidBox, describeInvalid(box));
 }
 
+// isValid() without branches: |v| <= kMaxCoordinate is false for NaN and
+// infinity too, and min <= max is false for NaN.
+inline bool isValidFast(const Aabb& b) {
+  const float m = kMaxCoordinate;
+  return (std::fabs(b.min.x()) <= m) & (std::fabs(b.min.y()) <= m) & (std::fabs(b.min.z()) <= m) &
+         (std::fabs(b.max.x()) <= m) & (std::fabs(b.max.y()) <= m) & (std::fabs(b.max.z()) <= m) &
+         (b.min.x() <= b.max.x()) & (b.min.y() <= b.max.y()) & (b.min.z() <= b.max.z());
+}
+
 std::string describeHandle(ProxyId id) {
   return "handle (index " + std::to_string(id.index) + ", generation " +
          std::to_string(id.generation) + ") is not a live proxy of this SweepGrid";
@@ -29,8 +38,9 @@ SweepGrid::SweepGrid(const SweepGridConfig& config) : config_(config) {
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellSizeFactor must be > 0");
   if (!(config.targetBoxesPerCell >= 0.0f) || !std::isfinite(config.targetBoxesPerCell))
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::targetBoxesPerCell must be >= 0");
-  if (config.maxCellsPerProxy == 0)
-    throwError(ErrorCode::invalidArgument, "SweepGridConfig::maxCellsPerProxy must be >= 1");
+  if (config.maxCellsPerProxy == 0 || config.maxCellsPerProxy > (1u << 20))
+    throwError(ErrorCode::invalidArgument,
+               "SweepGridConfig::maxCellsPerProxy must be in [1, 2^20]");
 }
 
 void SweepGrid::markDirty(uint32_t index) {
@@ -76,21 +86,31 @@ void SweepGrid::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) 
     throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " ids but " +
                                                std::to_string(boxes.size()) + " boxes");
   // Validate everything first: a rejected batch leaves the structure untouched.
-  for (size_t k = 0; k < ids.size(); ++k) {
-    if (!pool_.isLive(ids[k]))
-      throwError(ErrorCode::staleHandle,
-                 "move: entry " + std::to_string(k) + ": " + describeHandle(ids[k]));
-    if (!isValid(boxes[k]))
-      throwError(ErrorCode::invalidBox,
-                 "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
-  }
-  if (dirtyList_.capacity() < dirtyList_.size() + ids.size())
-    dirtyList_.reserve(std::max(dirtyList_.size() + ids.size(), 2 * dirtyList_.capacity()));
+  // The fast pass only says whether something is wrong; the slow pass finds
+  // the first culprit for the message.
+  bool bad = false;
+  for (size_t k = 0; k < ids.size(); ++k) bad |= !pool_.isLive(ids[k]) || !isValidFast(boxes[k]);
+  if (bad)
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (!pool_.isLive(ids[k]))
+        throwError(ErrorCode::staleHandle,
+                   "move: entry " + std::to_string(k) + ": " + describeHandle(ids[k]));
+      if (!isValid(boxes[k]))
+        throwError(ErrorCode::invalidBox,
+                   "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+    }
+  const size_t listed = dirtyList_.size();
+  dirtyList_.resize(listed + ids.size());
+  uint32_t* out = dirtyList_.data() + listed;
+  size_t added = 0;
   for (size_t k = 0; k < ids.size(); ++k) {
     const uint32_t i = ids[k].index;
     boxes_[i] = boxes[k];
-    markDirty(i);
+    out[added] = i;
+    added += dirty_[i] ^ 1u;
+    dirty_[i] = 1;
   }
+  dirtyList_.resize(listed + added);
 }
 
 const Aabb& SweepGrid::box(uint32_t index) const {

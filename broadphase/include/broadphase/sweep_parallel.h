@@ -50,14 +50,14 @@ void parallelFor(Scheduler& scheduler, uint32_t begin, uint32_t end, uint32_t gr
   const std::thread::id caller = std::this_thread::get_id();
   const auto task = [&](uint32_t b, uint32_t e) {
     __tsan_acquire(&tsanTaskStart);
-    if (std::this_thread::get_id() == caller) tsanAcquireStackBelow(16384);
+    if (std::this_thread::get_id() == caller) tsanAcquireStackBelow(65536);
     body(b, e);
     __tsan_release(&tsanTaskFinish);
   };
   __tsan_release(&tsanTaskStart);
   scheduler.forEach(begin, end, grain, task);
   __tsan_acquire(&tsanTaskFinish);
-  tsanAcquireStackBelow(65536);
+  tsanAcquireStackBelow(262144);
 #else
   scheduler.forEach(begin, end, grain, std::forward<Body>(body));
 #endif
