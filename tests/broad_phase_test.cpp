@@ -430,8 +430,8 @@ namespace {
 TEST(BroadPhase, QueriesAfterTheLastStaticIsRemoved) {
   for (Structure structure : kStructures) {
     BroadPhase bp({.structure = structure, .threads = 2});
-    const ProxyId ground = bp.add({.box = Aabb{Vec3(-5, -1, -5), Vec3(5, 0, 5)},
-                                   .motion = MotionType::staticBody});
+    const ProxyId ground =
+        bp.add({.box = Aabb{Vec3(-5, -1, -5), Vec3(5, 0, 5)}, .motion = MotionType::staticBody});
     const ProxyId body = bp.add({.box = Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)}});
     EXPECT_EQ(bp.update().pairs.size(), 1u);
     bp.remove(ground);
@@ -463,7 +463,8 @@ TEST(BroadPhase, AutomaticLayoutSwitchesKeepPairsAndEvents) {
   std::vector<ProxyId> ids;
   auto addProxy = [&](bool st) {
     const Aabb b = box();
-    ids.push_back(bp.add({.box = b, .motion = st ? MotionType::staticBody : MotionType::dynamic,
+    ids.push_back(bp.add({.box = b,
+                          .motion = st ? MotionType::staticBody : MotionType::dynamic,
                           .userData = boxes.size()}));
     boxes.push_back(b);
     isStatic.push_back(st);
@@ -472,7 +473,8 @@ TEST(BroadPhase, AutomaticLayoutSwitchesKeepPairsAndEvents) {
   auto check = [&](const char* stage) {
     const size_t before = bp.lastPairs().pairs.size();
     const FramePairs& f = bp.update();
-    EXPECT_TRUE(test::samePairs(brute::findPairs(boxes, isStatic, live), indicesOf(f.pairs))) << stage;
+    EXPECT_TRUE(test::samePairs(brute::findPairs(boxes, isStatic, live), indicesOf(f.pairs)))
+        << stage;
     EXPECT_EQ(before + f.begun.size() - f.ended.size(), f.pairs.size()) << stage;
     EXPECT_EQ(bp.validate(), "") << stage;
     return f.begun.size() + f.ended.size();
@@ -493,6 +495,38 @@ TEST(BroadPhase, AutomaticLayoutSwitchesKeepPairsAndEvents) {
   for (int r = 0; r < 50; ++r) {
     const Ray ray = makeRay(Vec3(u(rng), u(rng), u(rng)), Vec3(u(rng) - 20, u(rng) - 20, 1), 30);
     EXPECT_EQ(bp.castRay(ray), brute::castRayClosest(boxes, ray, live));
+  }
+}
+
+}  // namespace
+}  // namespace bp
+
+namespace bp {
+namespace {
+
+// Found by the fuzzer: a removed proxy whose index is reused by a pending add
+// must not be reported by queries (under either identity) before the update.
+TEST(BroadPhase, RemovedProxyIsNeverReportedByQueries) {
+  for (Structure structure : kStructures) {
+    BroadPhase bp({.structure = structure, .threads = 1});
+    const Aabb unit{Vec3(0, 0, 0), Vec3(1, 1, 1)};
+    const ProxyId a = bp.add({.box = unit, .userData = 1});
+    bp.update();
+    bp.remove(a);
+    const ProxyId b = bp.add({.box = Aabb{Vec3(50, 50, 50), Vec3(51, 51, 51)}, .userData = 2});
+    EXPECT_EQ(b.index, a.index);  // the slot is reused before the update
+    EXPECT_FALSE(bp.castRay(Vec3(0.5f, 0.5f, -5), Vec3(0, 0, 1), 10).hit());
+    int found = 0;
+    bp.queryPoint(Vec3(0.5f, 0.5f, 0.5f), [&](uint32_t) { return ++found, true; });
+    EXPECT_EQ(found, 0);
+    std::vector<Neighbour> n;
+    bp.nearest(Vec3(0, 0, 0), 1, n);
+    EXPECT_TRUE(n.empty());  // b is not in the structure until the update
+    bp.update();
+    bp.nearest(Vec3(0, 0, 0), 1, n);
+    ASSERT_EQ(n.size(), 1u);
+    EXPECT_EQ(n[0].proxy, b.index);
+    EXPECT_EQ(bp.validate(), "");
   }
 }
 

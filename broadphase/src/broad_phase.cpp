@@ -110,6 +110,10 @@ void BroadPhase::remove(ProxyId id) {
   // pendingAdds_/pendingMoves_ stay behind (finding them would cost O(n) per
   // remove) and are skipped by applyPending(), which trusts only state_.
   if (!(state_[i] & kPendingAdd)) {
+    // The structure keeps the proxy until update(), but queries must never
+    // report it again: its slot stops mapping to this index now (the index
+    // may be reused by the next add before the update).
+    sides_[side_[i]]->outer[inner_[i].index] = kNullIndex;
     pendingRemoves_.push_back({i, side_[i], inner_[i]});
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;

@@ -56,7 +56,7 @@ void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filte
     side.visit([&](const auto& s) {
       s.queryBox(box, [&](uint32_t slot) {
         const uint32_t p = side.outer[slot];
-        if (!filter.accepts(desc_[p].filter)) return true;
+        if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
         return go = callback(p);
       });
     });
@@ -73,7 +73,7 @@ void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
     side.visit([&](const auto& s) {
       s.queryPoint(point, [&](uint32_t slot) {
         const uint32_t p = side.outer[slot];
-        if (!filter.accepts(desc_[p].filter)) return true;
+        if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
         return go = callback(p);
       });
     });
@@ -94,7 +94,7 @@ RayHit castOne(const Sides& forEachSide, const Ray& ray, RayQuery kind, const Fi
     side.visit([&](const auto& s) {
       castThrough(s, r, [&](uint32_t slot, float t) -> float {
         const uint32_t p = outerOf(side, slot);
-        if (!filter.accepts(desc[p].filter)) return kInfinity;
+        if (p == kNullIndex || !filter.accepts(desc[p].filter)) return kInfinity;
         const RayHit h{p, t};
         if (kind == RayQuery::any) {
           best = h;
@@ -137,7 +137,7 @@ void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filt
     side.visit([&](const auto& s) {
       s.castRay(ray, [&](uint32_t slot, float t) -> float {
         const uint32_t p = side.outer[slot];
-        if (filter.accepts(desc_[p].filter)) out.push_back({p, t});
+        if (p != kNullIndex && filter.accepts(desc_[p].filter)) out.push_back({p, t});
         return kInfinity;
       });
     });
@@ -154,7 +154,7 @@ void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length
     side.visit([&](const auto& s) {
       castThrough(s, r, [&](uint32_t slot, float t) -> float {
         const uint32_t p = side.outer[slot];
-        if (!filter.accepts(desc_[p].filter)) return kInfinity;
+        if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return kInfinity;
         const float clip = callback(p, t);
         if (clip < 0.0f) {
           stop = true;
@@ -202,8 +202,12 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
       side.visit([&](const auto& s) { s.nearest(point, want, found); });
       uint32_t accepted = 0;
       float kth = kInfinity;
+      auto usable = [&](const Neighbour& n) {
+        const uint32_t p = side.outer[n.proxy];
+        return p != kNullIndex && filter.accepts(desc_[p].filter);
+      };
       for (const Neighbour& n : found)
-        if (filter.accepts(desc_[side.outer[n.proxy]].filter) && ++accepted == k) {
+        if (usable(n) && ++accepted == k) {
           kth = n.distanceSquared;
           break;
         }
@@ -213,7 +217,7 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
     }
     for (const Neighbour& n : found) {
       const uint32_t p = side.outer[n.proxy];
-      if (filter.accepts(desc_[p].filter)) out.push_back({p, n.distanceSquared});
+      if (p != kNullIndex && filter.accepts(desc_[p].filter)) out.push_back({p, n.distanceSquared});
     }
   });
   std::sort(out.begin(), out.end(), neighbourBefore);
@@ -237,7 +241,7 @@ RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec
     side.visit([&](const auto& s) {
       s.queryBox(sweep, [&](uint32_t slot) {
         const uint32_t p = side.outer[slot];
-        if (!filter.accepts(desc_[p].filter)) return true;
+        if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
         const Aabb& b = s.box(slot);
         const Aabb grown{b.min - halfExtent, b.max + halfExtent};
         float t;

@@ -97,6 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<bp::Aabb> committed;  // boxes as of the last update (what queries see)
   std::vector<uint8_t> committedLive;
 
+  const bool trace = std::getenv("BP_FUZZ_TRACE") != nullptr;
   int ops = 0;
   while (!in.empty() && ops++ < 400) {
     const uint8_t op = in.byte() % 8;
@@ -125,6 +126,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
           desc[id.index] = d;
           live[id.index] = 1;
+          if (trace)
+            std::fprintf(stderr, "add %u motion %d %s\n", id.index, int(d.motion),
+                         bp::toString(d.box).c_str());
           handle[id.index] = id;
           handles.push_back(id);
         }
@@ -133,6 +137,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const bp::ProxyId id = handles[k];
         bp.remove(id);
         live[id.index] = 0;
+        // Queries never report a removed proxy, even before the next update.
+        if (id.index < committedLive.size()) committedLive[id.index] = 0;
+        if (trace) std::fprintf(stderr, "remove %u\n", id.index);
         handles.erase(handles.begin() + long(k));
         bool threw = false;
         try {
@@ -152,7 +159,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         if (threw == bp::isValid(b)) fail("move: wrong acceptance");
         if (!threw) desc[id.index].box = b;
+        if (trace && !threw)
+          std::fprintf(stderr, "move %u %s\n", id.index, bp::toString(b).c_str());
       } else if (op == 6) {
+        if (trace) std::fprintf(stderr, "update\n");
         const bp::FramePairs& f = bp.update();
         std::vector<bp::Pair> got;
         for (const bp::ProxyPair& p : f.pairs) got.push_back({p.a, p.b});
@@ -189,13 +199,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             std::snprintf(text, sizeof text,
                           "closest hit differs from brute force (structure %d): ray o=(%.9g %.9g "
                           "%.9g) d=(%.9g %.9g %.9g) len=%.9g: got %u at %.9g, want %u at %.9g",
-                          int(structure), o.x(), o.y(), o.z(), d.x(), d.y(), d.z(), len,
-                          hit.proxy, hit.t, want.proxy, want.t);
+                          int(structure), o.x(), o.y(), o.z(), d.x(), d.y(), d.z(), len, hit.proxy,
+                          hit.t, want.proxy, want.t);
             if (want.hit() && std::getenv("BP_FUZZ_DEBUG")) {
               const bp::Aabb& c = committed[want.proxy];
               std::fprintf(stderr, "committed box %u: %s; desc now %s; motion %d\n", want.proxy,
                            bp::toString(c).c_str(), bp::toString(desc[want.proxy].box).c_str(),
                            int(desc[want.proxy].motion));
+              bp.queryPoint(o, [&](uint32_t p) {
+                std::fprintf(stderr, "  point query at the origin finds %u\n", p);
+                return true;
+              });
+              std::vector<bp::RayHit> all;
+              bp.castRayAll(o, d, len, all);
+              for (const bp::RayHit& h : all)
+                std::fprintf(stderr, "  all-hits: %u at %g\n", h.proxy, h.t);
             }
             fail(text);
           }

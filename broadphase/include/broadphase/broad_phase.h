@@ -13,7 +13,9 @@
 /// Timing model: add(), remove() and move() only record what changed; update()
 /// applies it all at once, in parallel tasks, and computes the frame's pairs.
 /// Queries (const) see the world as of the last update(), never a half-applied
-/// frame, and may be called from many threads at once between updates.
+/// frame, and may be called from many threads at once between updates. One
+/// exception, so that no query ever names a dead proxy: a removed proxy is
+/// not reported from the moment remove() returns.
 ///
 /// Errors: every call that rejects its input throws bp::Error (error.h) with a
 /// code and a message, before changing anything. See docs/errors.md.
