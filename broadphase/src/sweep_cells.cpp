@@ -24,7 +24,6 @@
 // std::sort.
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
-#include <broadphase/sweep_parallel.h>
 
 #include <algorithm>
 #include <limits>
@@ -139,6 +138,17 @@ uint32_t SweepGrid::findOrCreateCell(const CellCoord& c) {
   if (idx != CellMap::kAbsent) return idx;
   idx = static_cast<uint32_t>(cells_.size());
   cells_.emplace_back();
+  if (!spareCells_.empty()) {
+    // Reuse the arrays of a cell removed earlier (object pool): boxes drifting
+    // in and out of empty space create and remove cells every frame.
+    SweepCell& reused = cells_.back().value;
+    reused = std::move(spareCells_.back());
+    spareCells_.pop_back();
+    reused.dirty = reused.leaving = 0;
+    reused.ids.clear();
+    reused.keys.clear();
+    reused.flags.clear();
+  }
   cells_.back().value.coord = c;
   map_.insert(c, idx);
   gridBoundsStale_ = true;
@@ -200,6 +210,11 @@ void SweepGrid::refreshCell(uint32_t cell) {
   }
   const uint32_t n = c.size();
   const size_t m = size_t(n) + kSweepPad;
+  // Headroom when a cell must grow: a cell's population wobbles around its
+  // mean as boxes cross its faces, and growing by exactly what is needed
+  // would allocate again and again in a steady state.
+  if (c.keys.capacity() < 6 * m) c.keys.reserve(6 * (m + m / 2 + 8));
+  if (c.flags.capacity() < m) c.flags.reserve(m + m / 2 + 8);
   c.keys.resize(6 * m);
   c.flags.resize(m);
   std::fill(c.flags.begin() + n, c.flags.end(), uint8_t(0));
@@ -230,14 +245,20 @@ void SweepGrid::refreshCell(uint32_t cell) {
   // A cell's order is kept between updates, so after small moves the keys are
   // nearly sorted; the budget (8n + 64 shifts) sends the rest to std::sort.
   if (!insertionSortEntries(k, flags, ids, n, 8 * uint64_t(n) + 64)) {
-    std::vector<uint32_t> order(n);
+    // Scratch per thread (cells are refreshed in parallel tasks), kept across
+    // frames so that a steady state allocates nothing.
+    thread_local std::vector<uint32_t> order;
+    thread_local std::vector<float> keys;
+    thread_local std::vector<uint8_t> flags2;
+    thread_local std::vector<uint32_t> ids2;
+    order.resize(n);
     for (uint32_t e = 0; e < n; ++e) order[e] = e;
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       return k[0][a] < k[0][b] || (k[0][a] == k[0][b] && ids[a] < ids[b]);
     });
-    std::vector<float> keys(c.keys.size());
-    std::vector<uint8_t> flags2(m, 0);
-    std::vector<uint32_t> ids2(n);
+    keys.assign(c.keys.size(), 0.0f);
+    flags2.assign(m, 0);
+    ids2.assign(n, 0);
     for (uint32_t e = 0; e < n; ++e) {
       const uint32_t from = order[e];
       for (int a = 0; a < 6; ++a) keys[a * m + e] = k[a][from];
@@ -247,14 +268,15 @@ void SweepGrid::refreshCell(uint32_t cell) {
     for (int a = 0; a < 6; ++a)
       std::fill(keys.begin() + ptrdiff_t(a * m + n), keys.begin() + ptrdiff_t((a + 1) * m),
                 a == 0 ? std::numeric_limits<float>::infinity() : 0.0f);
-    c.keys.swap(keys);
-    c.flags.swap(flags2);
-    c.ids.swap(ids2);
+    std::copy(keys.begin(), keys.end(), c.keys.begin());
+    std::copy(flags2.begin(), flags2.end(), c.flags.begin());
+    std::copy(ids2.begin(), ids2.end(), c.ids.begin());
   }
 }
 
 void SweepGrid::removeEmptyCells() {
-  std::vector<CellCoord> empty;
+  std::vector<CellCoord>& empty = emptyScratch_;
+  empty.clear();
   for (const uint32_t cell : dirtyCells_)
     if (cells_[cell].value.ids.empty()) empty.push_back(cells_[cell].value.coord);
   for (const CellCoord& coord : empty) {
@@ -262,9 +284,10 @@ void SweepGrid::removeEmptyCells() {
     const uint32_t last = static_cast<uint32_t>(cells_.size() - 1);
     map_.erase(coord);
     if (idx != last) {
-      cells_[idx].value = std::move(cells_[last].value);
+      std::swap(cells_[idx].value, cells_[last].value);
       map_.assign(cells_[idx].value.coord, idx);
     }
+    spareCells_.push_back(std::move(cells_.back().value));  // keep its arrays
     cells_.pop_back();
   }
   if (!empty.empty()) gridBoundsStale_ = true;
@@ -314,7 +337,7 @@ void SweepGrid::update(Scheduler& scheduler) {
   newRange_.resize(nd);
   newKind_.resize(nd);
   sameCells_.resize(nd);
-  parallelFor(scheduler, 0, nd, 8192, [&](uint32_t begin, uint32_t end) {
+  scheduler.forEach(0, nd, 8192, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k) {
       const uint32_t i = dirtyList_[k];
       dirty_[i] = 0;
@@ -354,7 +377,9 @@ void SweepGrid::update(Scheduler& scheduler) {
       forEachCoord(newRange, [&](const CellCoord& c) {
         if (wasInCells && rangeContains(oldRange, c)) return;
         const uint32_t idx = findOrCreateCell(c);
-        cells_[idx].value.ids.push_back(i);
+        std::vector<uint32_t>& ids = cells_[idx].value.ids;
+        if (ids.size() == ids.capacity()) ids.reserve(ids.size() + ids.size() / 2 + 8);
+        ids.push_back(i);
         if (!refreshAll) markCellDirty(idx);
       });
     }
@@ -372,10 +397,10 @@ void SweepGrid::update(Scheduler& scheduler) {
       cells_[c].value.dirty = 1;
     }
   }
-  parallelFor(scheduler, 0, static_cast<uint32_t>(dirtyCells_.size()), 64,
-              [&](uint32_t begin, uint32_t end) {
-                for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
-              });
+  scheduler.forEach(0, static_cast<uint32_t>(dirtyCells_.size()), 64,
+                    [&](uint32_t begin, uint32_t end) {
+                      for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
+                    });
 
   for (const uint32_t i : changed_) rangeChanged_[i] = 0;
   changed_.clear();

@@ -1,7 +1,6 @@
 // The pair finding of SweepGrid: the sorted SoA sweep of one cell, the
 // overflow boxes against the cells, and the parallel driver with its merge.
 #include <broadphase/sweep_grid.h>
-#include <broadphase/sweep_parallel.h>
 
 #include <algorithm>
 
@@ -47,7 +46,8 @@ void mergeSorted(PerWorker<std::vector<Pair>>& buffers, std::vector<Pair>& out,
   const uint32_t passes = (2 * idBits + kDigitBits - 1) / kDigitBits;
   auto keyOf = [idBits](const Pair& p) { return (uint64_t(p.a) << idBits) | p.b; };
 
-  std::vector<uint32_t> count(size_t(passes) * kBuckets, 0);
+  thread_local std::vector<uint32_t> count;  // kept across frames: no allocation
+  count.assign(size_t(passes) * kBuckets, 0);
   for (int w = 0; w < buffers.size(); ++w)
     for (const Pair& p : buffers[w]) {
       const uint64_t k = keyOf(p);
@@ -87,12 +87,13 @@ void mergeSorted(PerWorker<std::vector<Pair>>& buffers, std::vector<Pair>& out,
 void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buffers,
                          std::vector<Pair>& out, std::vector<Pair>& scratch, uint32_t capacity) {
   const int workers = buffers.size();
-  std::vector<size_t> start(size_t(workers) + 1, 0);
+  thread_local std::vector<size_t> start;  // kept across frames: no allocation
+  start.assign(size_t(workers) + 1, 0);
   for (int w = 0; w < workers; ++w) start[size_t(w) + 1] = start[size_t(w)] + buffers[w].size();
   const size_t n = start.back();
   out.resize(n);
   scratch.resize(n);
-  parallelFor(scheduler, 0, uint32_t(workers), 1, [&](uint32_t begin, uint32_t end) {
+  scheduler.forEach(0, uint32_t(workers), 1, [&](uint32_t begin, uint32_t end) {
     for (uint32_t w = begin; w < end; ++w)
       std::copy(buffers[int(w)].begin(), buffers[int(w)].end(), out.begin() + ptrdiff_t(start[w]));
   });
@@ -104,7 +105,8 @@ void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buf
   const uint32_t chunks =
       uint32_t(std::min<size_t>(size_t(scheduler.threadCount()) * 2, n / 4096 + 1));
   const size_t chunkSize = (n + chunks - 1) / chunks;
-  std::vector<uint32_t> count(size_t(chunks) * kBuckets);
+  thread_local std::vector<uint32_t> count;
+  count.assign(size_t(chunks) * kBuckets, 0);
   Pair* src = out.data();
   Pair* dst = scratch.data();
   for (uint32_t d = 0; d < passes; ++d) {
@@ -112,7 +114,7 @@ void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buf
     auto digit = [&](const Pair& p) {
       return uint32_t(((uint64_t(p.a) << idBits) | p.b) >> shift) & (kBuckets - 1);
     };
-    parallelFor(scheduler, 0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+    scheduler.forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
       for (uint32_t c = begin; c < end; ++c) {
         uint32_t* h = count.data() + size_t(c) * kBuckets;
         std::fill(h, h + kBuckets, 0u);
@@ -128,7 +130,7 @@ void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buf
         h = sum;
         sum += v;
       }
-    parallelFor(scheduler, 0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+    scheduler.forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
       for (uint32_t c = begin; c < end; ++c) {
         uint32_t* h = count.data() + size_t(c) * kBuckets;
         const size_t lo = c * chunkSize, hi = std::min(n, lo + chunkSize);
@@ -242,7 +244,8 @@ void SweepGrid::pairOverflowBox(uint32_t slot, std::vector<Pair>& out) const {
 
 // Overflow boxes against each other: a sweep on min x of their own.
 void SweepGrid::pairOverflowSet(std::vector<Pair>& out) const {
-  std::vector<uint32_t> order(overflow_);
+  thread_local std::vector<uint32_t> order;
+  order.assign(overflow_.begin(), overflow_.end());
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     const float ka = boxes_[a].min.x(), kb = boxes_[b].min.x();
     return ka < kb || (ka == kb && a < b);
@@ -266,7 +269,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
   const uint32_t overflowUnits = static_cast<uint32_t>(overflow_.size());
   const uint32_t units = cellUnits + overflowUnits + (overflowUnits > 1 ? 1 : 0);
-  parallelFor(scheduler, 0, units, 32, [&](uint32_t begin, uint32_t end) {
+  scheduler.forEach(0, units, 32, [&](uint32_t begin, uint32_t end) {
     std::vector<Pair>& buffer = pairBuffers_.local();
     for (uint32_t u = begin; u < end; ++u) {
       if (u < cellUnits)

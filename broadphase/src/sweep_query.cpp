@@ -14,7 +14,6 @@
 // yet tested can come before the best hit.
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
-#include <broadphase/sweep_parallel.h>
 
 #include <algorithm>
 #include <limits>
@@ -318,7 +317,7 @@ void SweepGrid::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::s
     throwError(ErrorCode::invalidArgument, "castRays: RayQuery::all has no single result");
   for (const Ray& r : rays) requireValidRay(r);
   const bool anyHit = kind == RayQuery::any;
-  parallelFor(scheduler, 0, static_cast<uint32_t>(rays.size()), 64,
+  scheduler.forEach(0, static_cast<uint32_t>(rays.size()), 64,
               [&](uint32_t begin, uint32_t end) {
                 for (uint32_t i = begin; i < end; ++i)
                   out[i] = castRayGrown(rays[i], Vec3::Zero(), anyHit);

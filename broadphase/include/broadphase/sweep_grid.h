@@ -224,10 +224,14 @@ class SweepGrid {
   std::vector<uint32_t> dirtyList_;  // indices added/moved/removed since update
   std::vector<uint32_t> overflow_;   // indices registered as overflow
 
-  std::vector<PaddedCell> cells_;     // dense: every cell is occupied after update
-  CellMap map_;                       // coord -> slot in cells_
-  std::vector<uint32_t> dirtyCells_;  // cells to refresh in the current update
-  CellRange gridBounds_{};            // bounds of all cell coords (cells_ not empty)
+  std::vector<PaddedCell> cells_;  // dense: every cell is occupied after update
+
+  std::vector<SweepCell> spareCells_;  // arrays of removed cells, reused by new ones
+
+  std::vector<CellCoord> emptyScratch_;  // removeEmptyCells scratch
+  CellMap map_;                          // coord -> slot in cells_
+  std::vector<uint32_t> dirtyCells_;     // cells to refresh in the current update
+  CellRange gridBounds_{};               // bounds of all cell coords (cells_ not empty)
   bool gridBoundsStale_ = false;
 
   float cellSize_ = 0.0f;
