@@ -87,7 +87,11 @@ void mergeSorted(PerWorker<std::vector<Pair>>& buffers, std::vector<Pair>& out,
 void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buffers,
                          std::vector<Pair>& out, std::vector<Pair>& scratch, uint32_t capacity) {
   const int workers = buffers.size();
-  thread_local std::vector<size_t> start;  // kept across frames: no allocation
+  // Kept across frames (no allocation). Bound to a reference on this thread:
+  // the tasks below run on other threads, where the thread_local name would
+  // mean their own, empty, instance.
+  thread_local std::vector<size_t> startScratch;
+  std::vector<size_t>& start = startScratch;
   start.assign(size_t(workers) + 1, 0);
   for (int w = 0; w < workers; ++w) start[size_t(w) + 1] = start[size_t(w)] + buffers[w].size();
   const size_t n = start.back();
@@ -105,7 +109,8 @@ void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buf
   const uint32_t chunks =
       uint32_t(std::min<size_t>(size_t(scheduler.threadCount()) * 2, n / 4096 + 1));
   const size_t chunkSize = (n + chunks - 1) / chunks;
-  thread_local std::vector<uint32_t> count;
+  thread_local std::vector<uint32_t> countScratch;
+  std::vector<uint32_t>& count = countScratch;  // see startScratch
   count.assign(size_t(chunks) * kBuckets, 0);
   Pair* src = out.data();
   Pair* dst = scratch.data();
