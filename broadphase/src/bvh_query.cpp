@@ -177,22 +177,26 @@ struct RayWalk {
 
 }  // namespace
 
-void Bvh::queryBox(const Aabb& box, OverlapCallback callback) const {
-  checkNoPending("queryBox");
-  if (!isValid(box)) throwError(ErrorCode::invalidBox, "Bvh::queryBox: " + describeInvalid(box));
+namespace {
+
+// Every leaf of both trees whose node bounds and exact box pass `test`, to
+// `callback` until it returns false. Shared by the box and point queries.
+template <class Test>
+void walkOverlaps(const BvhTree* const (&trees)[2], const Aabb* exact, Test&& test,
+                  OverlapCallback callback) {
   BvhStack<uint32_t> stack;
-  for (const BvhTree* tree : {&dynamic_, &static_}) {
+  for (const BvhTree* tree : trees) {
     if (tree->root == kNullIndex) continue;
     stack.clear();
     stack.push(tree->root);
     while (!stack.empty()) {
       const BvhNode& node = tree->nodes[stack.pop()];
       for (int s = 0; s < 2; ++s) {
-        if (!overlaps(node.bounds[s], box)) continue;
+        if (!test(node.bounds[s])) continue;
         const uint32_t c = node.child[s];
         if (!isBvhLeaf(c)) {
           stack.push(c);
-        } else if (overlaps(exact_[bvhLeafProxy(c)], box)) {
+        } else if (test(exact[bvhLeafProxy(c)])) {
           if (!callback(bvhLeafProxy(c))) return;
         }
       }
@@ -200,28 +204,23 @@ void Bvh::queryBox(const Aabb& box, OverlapCallback callback) const {
   }
 }
 
+}  // namespace
+
+void Bvh::queryBox(const Aabb& box, OverlapCallback callback) const {
+  checkNoPending("queryBox");
+  if (!isValid(box)) throwError(ErrorCode::invalidBox, "Bvh::queryBox: " + describeInvalid(box));
+  const BvhTree* const trees[2] = {&dynamic_, &static_};
+  walkOverlaps(
+      trees, exact_.data(), [&](const Aabb& b) { return overlaps(b, box); }, callback);
+}
+
 void Bvh::queryPoint(const Vec3& point, OverlapCallback callback) const {
   checkNoPending("queryPoint");
   if (!isFinite(point))
     throwError(ErrorCode::invalidArgument, "Bvh::queryPoint: the point is not finite");
-  BvhStack<uint32_t> stack;
-  for (const BvhTree* tree : {&dynamic_, &static_}) {
-    if (tree->root == kNullIndex) continue;
-    stack.clear();
-    stack.push(tree->root);
-    while (!stack.empty()) {
-      const BvhNode& node = tree->nodes[stack.pop()];
-      for (int s = 0; s < 2; ++s) {
-        if (!containsPoint(node.bounds[s], point)) continue;
-        const uint32_t c = node.child[s];
-        if (!isBvhLeaf(c)) {
-          stack.push(c);
-        } else if (containsPoint(exact_[bvhLeafProxy(c)], point)) {
-          if (!callback(bvhLeafProxy(c))) return;
-        }
-      }
-    }
-  }
+  const BvhTree* const trees[2] = {&dynamic_, &static_};
+  walkOverlaps(
+      trees, exact_.data(), [&](const Aabb& b) { return containsPoint(b, point); }, callback);
 }
 
 RayHit Bvh::castRayUnchecked(const Ray& ray, RayQuery kind) const {

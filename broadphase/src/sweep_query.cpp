@@ -40,20 +40,6 @@ void requireValidPoint(const Vec3& p, const char* what) {
                std::string(what) + ": the point is not finite or beyond the coordinate limit");
 }
 
-// Slab clip returning entry and exit, NaN-safe like intersectRayAabb.
-bool clipRay(const Vec3& origin, const Vec3& invDirection, const Aabb& box, float& tMin,
-             float& tMax) {
-  for (int axis = 0; axis < 3; ++axis) {
-    const float inv = invDirection[axis];
-    float tNear = (box.min[axis] - origin[axis]) * inv;
-    float tFar = (box.max[axis] - origin[axis]) * inv;
-    if (inv < 0.0f) std::swap(tNear, tFar);
-    tMin = tNear > tMin ? tNear : tMin;
-    tMax = tFar < tMax ? tFar : tMax;
-  }
-  return tMin <= tMax;
-}
-
 // Calls fn(k) for each entry k of the cell whose exact box overlaps `box`
 // (closed); fn returns false to stop, and then so does this. Entries are
 // sorted on min x, so the scan ends at the first min x beyond box.max.x.
@@ -129,7 +115,7 @@ void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnC
     region.max[a] = float(int64_t(gridBounds_.hi[a]) + 1) * s + g[a];
   }
   float tBegin = 0.0f, tEnd = maxT;
-  if (!clipRay(o, ray.invDirection, region, tBegin, tEnd)) return;
+  if (!clipRayAabb(o, ray.invDirection, region, tBegin, tEnd)) return;
 
   // Cell coordinates clamped in float first, so no cast can overflow.
   auto cellIn = [&](float v, int a) {
@@ -317,11 +303,9 @@ void SweepGrid::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::s
     throwError(ErrorCode::invalidArgument, "castRays: RayQuery::all has no single result");
   for (const Ray& r : rays) requireValidRay(r);
   const bool anyHit = kind == RayQuery::any;
-  scheduler.forEach(0, static_cast<uint32_t>(rays.size()), 64,
-              [&](uint32_t begin, uint32_t end) {
-                for (uint32_t i = begin; i < end; ++i)
-                  out[i] = castRayGrown(rays[i], Vec3::Zero(), anyHit);
-              });
+  scheduler.forEach(0, static_cast<uint32_t>(rays.size()), 64, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t i = begin; i < end; ++i) out[i] = castRayGrown(rays[i], Vec3::Zero(), anyHit);
+  });
 }
 
 void SweepGrid::queryBox(const Aabb& box, OverlapCallback callback) const {

@@ -43,11 +43,13 @@ inline Ray makeRay(const Vec3& origin, const Vec3& direction, float length) {
 // not finite and > 0, an origin beyond kMaxCoordinate.
 std::string describeInvalidRay(const Vec3& origin, const Vec3& direction, float length);
 
-// Slab test against [tMin, tMax]. Returns true on a hit and writes the entry
-// distance (tMin when the ray starts inside the box, so 0 for a full ray).
-// NaN-safe: every compare is written so a NaN operand keeps the old bound.
-inline bool intersectRayAabb(const Vec3& origin, const Vec3& invDirection, const Aabb& box,
-                             float tMin, float tMax, float& tEntry) {
+// Slab clip of the segment [tMin, tMax] to the box: on return tMin is the
+// entry distance (unchanged when the segment starts inside) and tMax the exit;
+// true when the clipped segment is not empty. NaN-safe: every compare is
+// written so a NaN operand (0 * inf, origin on a slab plane of a parallel
+// ray) keeps the old bound. The one implementation every ray query uses.
+inline bool clipRayAabb(const Vec3& origin, const Vec3& invDirection, const Aabb& box, float& tMin,
+                        float& tMax) {
   for (int axis = 0; axis < 3; ++axis) {
     const float inv = invDirection[axis];
     float tNear = (box.min[axis] - origin[axis]) * inv;
@@ -56,8 +58,16 @@ inline bool intersectRayAabb(const Vec3& origin, const Vec3& invDirection, const
     tMin = tNear > tMin ? tNear : tMin;
     tMax = tFar < tMax ? tFar : tMax;
   }
-  tEntry = tMin;
   return tMin <= tMax;
+}
+
+// Slab test against [tMin, tMax]. Returns true on a hit and writes the entry
+// distance (tMin when the ray starts inside the box, so 0 for a full ray).
+inline bool intersectRayAabb(const Vec3& origin, const Vec3& invDirection, const Aabb& box,
+                             float tMin, float tMax, float& tEntry) {
+  const bool hit = clipRayAabb(origin, invDirection, box, tMin, tMax);
+  tEntry = tMin;
+  return hit;
 }
 
 inline bool intersectRayAabb(const Ray& ray, const Aabb& box, float& tEntry) {
