@@ -103,8 +103,6 @@ std::unique_ptr<Backend> makeEmbree();
 std::unique_ptr<Backend> makeBvh();
 std::unique_ptr<Backend> makeSweep();
 std::unique_ptr<Backend> makeAuto();
-// Whether our structures' headers were found (backend_ours.cpp).
-extern const bool kHaveBvh, kHaveSweep, kHaveAuto;
 
 // Shared helper for "all hits": runs `one(ray, hits)` (which appends the
 // sorted hits of one ray) for each ray, in chunks over the scheduler, and

@@ -1,24 +1,13 @@
-// bvh, sweep, auto: our structures, driven through the API of
-// docs/structure_contract.md. Each one compiles in as soon as its header
-// exists (the branches are merged); until then the factory is absent and the
-// backend is reported as "not built".
+// bvh, sweep, auto: our structures (driven through the API of
+// docs/structure_contract.md) and the BroadPhase facade.
 #include "backend.h"
 
 #include <broadphase/error.h>
 #include <broadphase/proxy_id.h>
 
-#if __has_include(<broadphase/bvh.h>)
-#include <broadphase/bvh.h>
-#define BPBENCH_HAVE_BVH 1
-#endif
-#if __has_include(<broadphase/sweep_grid.h>)
-#include <broadphase/sweep_grid.h>
-#define BPBENCH_HAVE_SWEEP 1
-#endif
-#if __has_include(<broadphase/broad_phase.h>)
 #include <broadphase/broad_phase.h>
-#define BPBENCH_HAVE_AUTO 1
-#endif
+#include <broadphase/bvh.h>
+#include <broadphase/sweep_grid.h>
 
 #include <algorithm>
 
@@ -93,27 +82,14 @@ class StructureBackend final : public Backend {
 
 }  // namespace
 
-#ifdef BPBENCH_HAVE_BVH
-const bool kHaveBvh = true;
 std::unique_ptr<Backend> makeBvh() {
   return std::make_unique<StructureBackend<bp::Bvh, bp::BvhConfig>>();
 }
-#else
-const bool kHaveBvh = false;
-std::unique_ptr<Backend> makeBvh() { return nullptr; }
-#endif
 
-#ifdef BPBENCH_HAVE_SWEEP
-const bool kHaveSweep = true;
 std::unique_ptr<Backend> makeSweep() {
   return std::make_unique<StructureBackend<bp::SweepGrid, bp::SweepGridConfig>>();
 }
-#else
-const bool kHaveSweep = false;
-std::unique_ptr<Backend> makeSweep() { return nullptr; }
-#endif
 
-#ifdef BPBENCH_HAVE_AUTO
 namespace {
 
 // The BroadPhase facade in `automatic` mode, as an engine drives it: proxies
@@ -190,11 +166,6 @@ class FacadeBackend final : public Backend {
 
 }  // namespace
 
-const bool kHaveAuto = true;
 std::unique_ptr<Backend> makeAuto() { return std::make_unique<FacadeBackend>(); }
-#else
-const bool kHaveAuto = false;
-std::unique_ptr<Backend> makeAuto() { return nullptr; }
-#endif
 
 }  // namespace bpbench

@@ -30,14 +30,11 @@ std::array<BackendInfo, 7> makeTable() {
        sap, "Bullet (pkg-config bullet) not found at configure time", 0},
       {"embree", "Embree 3 user-geometry boxes, rtcIntersect1/rtcOccluded1 loop, one thread",
        kRaysClosest | kRaysAny, embree, "Embree 3 (find_package(embree 3)) not found", 0},
-      {"bvh", "bp::Bvh (broadphase/bvh.h)", kPairs | kRays | kChurn | kThreaded,
-       kHaveBvh ? &makeBvh : nullptr, "<broadphase/bvh.h> not present (bvh branch not merged)", 0},
+      {"bvh", "bp::Bvh (broadphase/bvh.h)", kPairs | kRays | kChurn | kThreaded, &makeBvh, "", 0},
       {"sweep", "bp::SweepGrid (broadphase/sweep_grid.h)", kPairs | kRays | kChurn | kThreaded,
-       kHaveSweep ? &makeSweep : nullptr,
-       "<broadphase/sweep_grid.h> not present (sweep branch not merged)", 0},
-      {"auto", "bp::BroadPhase (broadphase/broad_phase.h), structure chosen per scene",
-       kPairs | kRays | kChurn | kThreaded, kHaveAuto ? &makeAuto : nullptr,
-       "bp::BroadPhase adapter not written yet (backend_ours.cpp)", 0},
+       &makeSweep, "", 0},
+      {"auto", "bp::BroadPhase (broadphase/broad_phase.h) in automatic mode",
+       kPairs | kRays | kChurn | kThreaded, &makeAuto, "", 0},
   }};
 }
 
