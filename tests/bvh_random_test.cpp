@@ -12,32 +12,6 @@
 namespace bp {
 namespace {
 
-struct Model {
-  std::vector<Aabb> boxes;
-  std::vector<uint8_t> live;
-  std::vector<uint8_t> isStatic;
-  std::vector<ProxyId> ids;
-
-  void set(ProxyId id, const Aabb& box, bool stat) {
-    if (id.index >= boxes.size()) {
-      boxes.resize(id.index + 1);
-      live.resize(id.index + 1);
-      isStatic.resize(id.index + 1);
-      ids.resize(id.index + 1);
-    }
-    boxes[id.index] = box;
-    live[id.index] = 1;
-    isStatic[id.index] = stat;
-    ids[id.index] = id;
-  }
-  std::vector<uint32_t> liveIndices() const {
-    std::vector<uint32_t> v;
-    for (uint32_t i = 0; i < live.size(); ++i)
-      if (live[i]) v.push_back(i);
-    return v;
-  }
-};
-
 // Boxes of every shape the tree must survive: ordinary, tiny, huge, flat,
 // points, far away.
 Aabb randomBox(SceneRng& rng) {
@@ -66,7 +40,7 @@ Aabb nudged(SceneRng& rng, const Aabb& box) {
   return {box.min + d, box.max + d};
 }
 
-void checkAgainstModel(const Bvh& bvh, const Model& m, SceneRng& rng) {
+void checkAgainstModel(const Bvh& bvh, const test::ProxyMirror& m, SceneRng& rng) {
   const std::vector<uint32_t> live = m.liveIndices();
   EXPECT_EQ(bvh.proxyCount(), live.size());
   for (int q = 0; q < 3; ++q) {
@@ -97,7 +71,7 @@ void runSequence(uint64_t seed, int steps, int threads) {
   Scheduler scheduler(threads);
   SceneRng rng(seed);
   Bvh bvh(BvhConfig{.margin = seed % 2 ? 0.1f : 0.0f, .extendByDisplacement = seed % 3 != 0});
-  Model m;
+  test::ProxyMirror m;
   std::vector<Pair> pairs;
   for (int step = 0; step < steps; ++step) {
     const std::vector<uint32_t> live = m.liveIndices();
@@ -109,12 +83,12 @@ void runSequence(uint64_t seed, int steps, int threads) {
       m.set(id, box, stat);
     } else if (op < 0.45f) {
       const uint32_t i = live[size_t(rng.uniform() * float(live.size()))];
-      bvh.remove(m.ids[i]);
+      bvh.remove(m.handles[i]);
       m.live[i] = 0;
     } else if (op < 0.65f) {
       const uint32_t i = live[size_t(rng.uniform() * float(live.size()))];
       const Aabb box = rng.uniform() < 0.1f ? randomBox(rng) : nudged(rng, m.boxes[i]);  // teleport
-      bvh.move(m.ids[i], box);
+      bvh.move(m.handles[i], box);
       m.boxes[i] = box;
     } else if (op < 0.75f) {
       // A batch moving a random subset, some twice (the last move wins).
@@ -123,7 +97,7 @@ void runSequence(uint64_t seed, int steps, int threads) {
       for (uint32_t i : live) {
         if (rng.uniform() < 0.5f) continue;
         const Aabb box = nudged(rng, m.boxes[i]);
-        ids.push_back(m.ids[i]);
+        ids.push_back(m.handles[i]);
         boxes.push_back(box);
         m.boxes[i] = box;
       }
@@ -155,7 +129,7 @@ TEST(BvhRandom, ManyProxiesFewChanges) {
   Scheduler scheduler(2);
   SceneRng rng(99);
   Bvh bvh;
-  Model m;
+  test::ProxyMirror m;
   for (int i = 0; i < 1500; ++i) {
     const Aabb box = randomBox(rng);
     const bool stat = i % 3 == 0;
@@ -168,11 +142,11 @@ TEST(BvhRandom, ManyProxiesFewChanges) {
       const uint32_t i = live[size_t(rng.uniform() * float(live.size()))];
       if (!m.live[i]) continue;
       if (k % 3 == 0) {
-        bvh.remove(m.ids[i]);
+        bvh.remove(m.handles[i]);
         m.live[i] = 0;
       } else {
         const Aabb box = nudged(rng, m.boxes[i]);
-        bvh.move(m.ids[i], box);
+        bvh.move(m.handles[i], box);
         m.boxes[i] = box;
       }
       const Aabb box = randomBox(rng);

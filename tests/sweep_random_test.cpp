@@ -14,26 +14,6 @@
 namespace bp {
 namespace {
 
-struct Mirror {
-  std::vector<Aabb> boxes;
-  std::vector<uint8_t> live;
-  std::vector<uint8_t> isStatic;
-  std::vector<ProxyId> handles;
-
-  void set(ProxyId id, const Aabb& box, bool st) {
-    if (id.index >= boxes.size()) {
-      boxes.resize(id.index + 1);
-      live.resize(id.index + 1, 0);
-      isStatic.resize(id.index + 1, 0);
-      handles.resize(id.index + 1);
-    }
-    boxes[id.index] = box;
-    live[id.index] = 1;
-    isStatic[id.index] = st;
-    handles[id.index] = id;
-  }
-};
-
 class Generator {
  public:
   Generator(uint64_t seed, float world) : rng_(seed), world_(world) {}
@@ -71,7 +51,7 @@ class Generator {
 };
 
 void checkAgainstOracle(const SweepGrid& grid, SweepGrid& mutableGrid, Scheduler& s,
-                        const Mirror& m, Generator& gen, float world) {
+                        const test::ProxyMirror& m, Generator& gen, float world) {
   std::vector<Pair> pairs;
   mutableGrid.findPairs(s, pairs);
   ASSERT_TRUE(test::samePairs(brute::findPairs(m.boxes, m.isStatic, m.live), pairs));
@@ -115,7 +95,7 @@ void runSequence(uint64_t seed, const SweepGridConfig& config, int steps) {
   const float world = 40.0f;
   Generator gen(seed, world);
   SweepGrid grid(config);
-  Mirror m;
+  test::ProxyMirror m;
   Scheduler s(seed % 2 ? 2 : 1);
   std::vector<uint32_t> liveList;
   auto rebuildLive = [&] {

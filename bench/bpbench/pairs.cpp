@@ -263,13 +263,7 @@ int commandPairs(const Options& o) {
     std::fprintf(stderr, "bpbench: check passed: every backend gave the same pairs every frame%s\n",
                  o.ns.back() <= kBruteCheckLimit ? ", equal to brute::findPairs" : "");
   }
-  if (!failures.empty()) {
-    std::fprintf(stderr, "\n########## bpbench: FAILED ##########\n");
-    for (const std::string& f : failures) std::fprintf(stderr, "  %s\n", f.c_str());
-    std::fprintf(stderr, "#####################################\n");
-    return 1;
-  }
-  return 0;
+  return printFailures(failures);
 }
 
 }  // namespace bpbench

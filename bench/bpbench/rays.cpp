@@ -249,13 +249,7 @@ int commandRays(const Options& o) {
   }
   if (o.check && failures.empty())
     std::fprintf(stderr, "bpbench: check passed: every backend gave the same hits\n");
-  if (!failures.empty()) {
-    std::fprintf(stderr, "\n########## bpbench: FAILED ##########\n");
-    for (const std::string& f : failures) std::fprintf(stderr, "  %s\n", f.c_str());
-    std::fprintf(stderr, "#####################################\n");
-    return 1;
-  }
-  return 0;
+  return printFailures(failures);
 }
 
 }  // namespace bpbench

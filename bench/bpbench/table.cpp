@@ -137,4 +137,12 @@ void printRows(const std::vector<Row>& rows, Format format, const std::vector<Co
   std::fflush(stdout);
 }
 
+int printFailures(const std::vector<std::string>& failures) {
+  if (failures.empty()) return 0;
+  std::fprintf(stderr, "\n########## bpbench: FAILED ##########\n");
+  for (const std::string& f : failures) std::fprintf(stderr, "  %s\n", f.c_str());
+  std::fprintf(stderr, "#####################################\n");
+  return 1;
+}
+
 }  // namespace bpbench

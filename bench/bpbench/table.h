@@ -43,5 +43,8 @@ void printRows(const std::vector<Row>& rows, Format format, const std::vector<Co
 
 std::string formatFixed(double v, int decimals);
 std::string hex16(uint64_t v);
+// Prints a --check failure block on stderr, loud enough to see in a CI log;
+// returns the exit code: 1 if there were failures, else 0.
+int printFailures(const std::vector<std::string>& failures);
 
 }  // namespace bpbench

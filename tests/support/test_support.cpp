@@ -44,6 +44,26 @@ std::vector<ReferenceHit> loadReferenceRays() {
   return out;
 }
 
+void ProxyMirror::set(ProxyId id, const Aabb& box, bool stat) {
+  if (id.index >= boxes.size()) {
+    boxes.resize(id.index + 1);
+    live.resize(id.index + 1, 0);
+    isStatic.resize(id.index + 1, 0);
+    handles.resize(id.index + 1);
+  }
+  boxes[id.index] = box;
+  live[id.index] = 1;
+  isStatic[id.index] = stat;
+  handles[id.index] = id;
+}
+
+std::vector<uint32_t> ProxyMirror::liveIndices() const {
+  std::vector<uint32_t> v;
+  for (uint32_t i = 0; i < live.size(); ++i)
+    if (live[i]) v.push_back(i);
+  return v;
+}
+
 ::testing::AssertionResult samePairs(const std::vector<Pair>& expected,
                                      const std::vector<Pair>& actual) {
   if (expected == actual) return ::testing::AssertionSuccess();

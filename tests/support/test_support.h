@@ -2,7 +2,9 @@
 // ../shared/bench/reference into tests/data, and comparison helpers.
 #pragma once
 
+#include <broadphase/math/aabb.h>
 #include <broadphase/pair.h>
+#include <broadphase/proxy_id.h>
 #include <broadphase/scene.h>
 
 #include <gtest/gtest.h>
@@ -28,6 +30,19 @@ struct ReferenceHit {
   double t;     // 6 significant digits
 };
 std::vector<ReferenceHit> loadReferenceRays();  // tests/data/rays_uniform_n10000.csv
+
+// The brute-force side of a random operation sequence: every proxy's box,
+// static flag and handle, indexed like the structure under test, in the
+// form the brute:: oracle takes (boxes plus a live mask).
+struct ProxyMirror {
+  std::vector<Aabb> boxes;
+  std::vector<uint8_t> live;
+  std::vector<uint8_t> isStatic;
+  std::vector<ProxyId> handles;
+
+  void set(ProxyId id, const Aabb& box, bool stat);
+  std::vector<uint32_t> liveIndices() const;
+};
 
 // Gtest assertion that two sorted pair lists are equal, printing the first
 // few differences rather than two huge lists.
