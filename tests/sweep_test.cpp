@@ -65,6 +65,18 @@ constexpr bool kSanitized = true;
 constexpr bool kSanitized = false;
 #endif
 
+// Cells stretched along x (the default), cubic, and stretched further: the
+// ray walk and the ring search take each axis's own cell side.
+class SweepGridStretch : public ::testing::TestWithParam<float> {
+ protected:
+  SweepGridConfig config() const {
+    SweepGridConfig c;
+    c.cellStretchX = GetParam();
+    return c;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Stretch, SweepGridStretch, ::testing::Values(4.0f, 1.0f, 13.0f));
+
 // Every standard scene, frames 0, 1, 10 and 30: the oracle and the reference
 // hash. The O(N^2) oracle runs on every checked frame when `withOracle` (and,
 // under the slow sanitizer builds, on frames 0 and 30 only: the reference
@@ -101,6 +113,10 @@ void checkStandardScene(SceneKind kind, const SweepGridConfig& config, bool with
 
 TEST(SweepGrid, StandardScenesMatchOracleAndReference) {
   for (SceneKind kind : kAllScenes) checkStandardScene(kind, SweepGridConfig{}, true);
+}
+
+TEST_P(SweepGridStretch, StandardScenesMatchReference) {
+  for (SceneKind kind : kAllScenes) checkStandardScene(kind, config(), /*withOracle=*/false);
 }
 
 // Small cells: many boxes span several cells (the dedup rule at work) and the
@@ -173,13 +189,13 @@ TEST(SweepGrid, ReferenceClosestHits) {
 
 // Every ray query against the oracle on scenes with overflow boxes, wide flat
 // worlds and dense piles.
-TEST(SweepGrid, RayQueriesMatchOracle) {
+TEST_P(SweepGridStretch, RayQueriesMatchOracle) {
   Scheduler s(2);
   for (SceneKind kind : kAllScenes) {
     const uint32_t n = 4000;
     Scene scene = makeScene(kind, n);
     scene.step();
-    SweepGrid grid;
+    SweepGrid grid(config());
     addScene(grid, scene);
     grid.update(s);
     auto rays = makeRays(n, 300, 5);
@@ -243,12 +259,12 @@ TEST(SweepGrid, RayQueriesMatchOracle) {
   }
 }
 
-TEST(SweepGrid, BoxPointNearestAndSweptQueriesMatchOracle) {
+TEST_P(SweepGridStretch, BoxPointNearestAndSweptQueriesMatchOracle) {
   Scheduler s(1);
   for (SceneKind kind : kAllScenes) {
     const uint32_t n = 3000;
     Scene scene = makeScene(kind, n, 3);
-    SweepGrid grid;
+    SweepGrid grid(config());
     addScene(grid, scene);
     grid.update(s);
     SceneRng rng(11);
@@ -433,6 +449,11 @@ TEST(SweepGrid, ConfigIsValidated) {
   EXPECT_THROW(SweepGrid{config}, Error);
   config.cellSize = 0;
   config.maxCellsPerProxy = 0;
+  EXPECT_THROW(SweepGrid{config}, Error);
+  config = SweepGridConfig{};
+  config.cellStretchX = 0.5f;
+  EXPECT_THROW(SweepGrid{config}, Error);
+  config.cellStretchX = std::numeric_limits<float>::quiet_NaN();
   EXPECT_THROW(SweepGrid{config}, Error);
 }
 

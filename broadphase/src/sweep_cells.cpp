@@ -26,6 +26,7 @@
 #include <broadphase/sweep_grid.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 namespace bp {
@@ -50,30 +51,29 @@ void forEachCoord(const CellRange& r, Fn&& fn) {
       for (int32_t z = r.lo[2]; z <= r.hi[2]; ++z) fn(CellCoord{x, y, z});
 }
 
-// Sorts the entries of a cell by (min x, id) in place by insertion, moving
-// every field along (key arrays k[0..5] of the cell); gives up (leaving a
-// permutation) once more than `budget` entries have been shifted.
-bool insertionSortEntries(float* const k[6], uint8_t* flags, uint32_t* ids, uint32_t n,
-                          uint64_t budget) {
-  float* minX = k[0];
+// The sort key of an entry: min x mapped to a uint32 that orders like the
+// float (sign flipped for positives, all bits for negatives), then the proxy
+// index. One integer compare orders by (min x, id), and the keys of a cell
+// are unique, so the order is total and the same on every run.
+inline uint64_t entryKey(float minX, uint32_t id) {
+  const uint32_t bits = std::bit_cast<uint32_t>(minX);
+  const uint32_t ordered = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+  return (uint64_t(ordered) << 32) | id;
+}
+
+// Insertion sort of nearly sorted keys; gives up (leaving a permutation) once
+// more than `budget` keys have been shifted.
+bool insertionSortKeys(uint64_t* keys, uint32_t n, uint64_t budget) {
   uint64_t shifts = 0;
   for (uint32_t i = 1; i < n; ++i) {
-    const float key = minX[i];
-    const uint32_t id = ids[i];
-    if (minX[i - 1] < key || (minX[i - 1] == key && ids[i - 1] < id)) continue;
-    float moving[6];
-    for (int a = 0; a < 6; ++a) moving[a] = k[a][i];
-    const uint8_t f = flags[i];
+    const uint64_t key = keys[i];
+    if (keys[i - 1] < key) continue;
     uint32_t j = i;
-    while (j > 0 && (minX[j - 1] > key || (minX[j - 1] == key && ids[j - 1] > id))) {
-      for (int a = 0; a < 6; ++a) k[a][j] = k[a][j - 1];
-      flags[j] = flags[j - 1];
-      ids[j] = ids[j - 1];
+    do {
+      keys[j] = keys[j - 1];
       --j;
-    }
-    for (int a = 0; a < 6; ++a) k[a][j] = moving[a];
-    flags[j] = f;
-    ids[j] = id;
+    } while (j > 0 && keys[j - 1] > key);
+    keys[j] = key;
     shifts += i - j;
     if (shifts > budget) return false;
   }
@@ -85,7 +85,7 @@ bool insertionSortEntries(float* const k[6], uint8_t* flags, uint32_t* ids, uint
 void SweepGrid::chooseCellSize() {
   const uint32_t live = pool_.liveCount();
   if (config_.cellSize > 0.0f) {
-    cellSize_ = clampCellSize(config_.cellSize);
+    side_[1] = side_[2] = clampCellSize(config_.cellSize);
   } else {
     // A strided sample of at most ~4096 live boxes: deterministic and cheap.
     const uint32_t cap = pool_.capacity();
@@ -115,10 +115,11 @@ void SweepGrid::chooseCellSize() {
         s = std::max(s, float(side));
       }
     }
-    cellSize_ = clampCellSize(s > 0.0f && std::isfinite(s) ? s : 1.0f);
+    side_[1] = side_[2] = clampCellSize(s > 0.0f && std::isfinite(s) ? s : 1.0f);
     sizedForCount_ = live;
   }
-  invCellSize_ = 1.0f / cellSize_;
+  side_[0] = clampCellSize(side_[1] * config_.cellStretchX);
+  for (int a = 0; a < 3; ++a) invSide_[a] = 1.0f / side_[a];
 }
 
 void SweepGrid::regrid() {
@@ -219,16 +220,30 @@ void SweepGrid::refreshCell(uint32_t cell) {
   c.flags.resize(m);
   std::fill(c.flags.begin() + n, c.flags.end(), uint8_t(0));
 
-  // One gather pass over the members' exact boxes (random access into boxes_:
-  // prefetched a few members ahead).
+  // Sort first, on 8-byte keys gathered from the members' new boxes: a cell
+  // keeps its order between updates, so after small moves the keys are nearly
+  // sorted and an insertion sort repairs them cheaply (over a budget of
+  // 8n + 64 shifts, std::sort). Then one gather in sorted order writes the
+  // SoA arrays; its reads hit the box lines the key pass just loaded.
+  // Scratch per thread (cells are refreshed in parallel tasks; this runs on
+  // the worker), kept across frames so a steady state allocates nothing.
+  thread_local std::vector<uint64_t> sortKeys;
+  sortKeys.resize(n);
+  uint64_t* order = sortKeys.data();
   uint32_t* ids = c.ids.data();
-  float* const k[6] = {c.keys.data(),         c.keys.data() + m,     c.keys.data() + 2 * m,
-                       c.keys.data() + 3 * m, c.keys.data() + 4 * m, c.keys.data() + 5 * m};
-  uint8_t* flags = c.flags.data();
   constexpr uint32_t kAhead = 8;
   for (uint32_t e = 0; e < n; ++e) {
     if (e + kAhead < n) __builtin_prefetch(&boxes_[ids[e + kAhead]]);
-    const uint32_t id = ids[e];
+    order[e] = entryKey(boxes_[ids[e]].min.x(), ids[e]);
+  }
+  if (!insertionSortKeys(order, n, 8 * uint64_t(n) + 64)) std::sort(order, order + n);
+
+  float* const k[6] = {c.keys.data(),         c.keys.data() + m,     c.keys.data() + 2 * m,
+                       c.keys.data() + 3 * m, c.keys.data() + 4 * m, c.keys.data() + 5 * m};
+  uint8_t* flags = c.flags.data();
+  for (uint32_t e = 0; e < n; ++e) {
+    const uint32_t id = uint32_t(order[e]);
+    ids[e] = id;
     const Aabb& b = boxes_[id];
     k[0][e] = b.min.x();
     k[1][e] = b.max.x();
@@ -237,48 +252,24 @@ void SweepGrid::refreshCell(uint32_t cell) {
     k[4][e] = b.min.z();
     k[5][e] = b.max.z();
     // rangeOf(b).lo == range_[id].lo: the box was registered from this box.
-    flags[e] = uint8_t((cellOf(b.min.x()) == c.coord.x) | ((cellOf(b.min.y()) == c.coord.y) << 1) |
-                       ((cellOf(b.min.z()) == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
+    flags[e] =
+        uint8_t((cellOf(b.min.x(), 0) == c.coord.x) | ((cellOf(b.min.y(), 1) == c.coord.y) << 1) |
+                ((cellOf(b.min.z(), 2) == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
   }
   for (int a = 0; a < 6; ++a)
     std::fill(k[a] + n, k[a] + m, a == 0 ? std::numeric_limits<float>::infinity() : 0.0f);
-  // A cell's order is kept between updates, so after small moves the keys are
-  // nearly sorted; the budget (8n + 64 shifts) sends the rest to std::sort.
-  if (!insertionSortEntries(k, flags, ids, n, 8 * uint64_t(n) + 64)) {
-    // Scratch per thread (cells are refreshed in parallel tasks), kept across
-    // frames so that a steady state allocates nothing.
-    thread_local std::vector<uint32_t> order;
-    thread_local std::vector<float> keys;
-    thread_local std::vector<uint8_t> flags2;
-    thread_local std::vector<uint32_t> ids2;
-    order.resize(n);
-    for (uint32_t e = 0; e < n; ++e) order[e] = e;
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return k[0][a] < k[0][b] || (k[0][a] == k[0][b] && ids[a] < ids[b]);
-    });
-    keys.assign(c.keys.size(), 0.0f);
-    flags2.assign(m, 0);
-    ids2.assign(n, 0);
-    for (uint32_t e = 0; e < n; ++e) {
-      const uint32_t from = order[e];
-      for (int a = 0; a < 6; ++a) keys[a * m + e] = k[a][from];
-      flags2[e] = flags[from];
-      ids2[e] = ids[from];
-    }
-    for (int a = 0; a < 6; ++a)
-      std::fill(keys.begin() + ptrdiff_t(a * m + n), keys.begin() + ptrdiff_t((a + 1) * m),
-                a == 0 ? std::numeric_limits<float>::infinity() : 0.0f);
-    std::copy(keys.begin(), keys.end(), c.keys.begin());
-    std::copy(flags2.begin(), flags2.end(), c.flags.begin());
-    std::copy(ids2.begin(), ids2.end(), c.ids.begin());
-  }
 }
 
 void SweepGrid::removeEmptyCells() {
   std::vector<CellCoord>& empty = emptyScratch_;
   empty.clear();
-  for (const uint32_t cell : dirtyCells_)
-    if (cells_[cell].value.ids.empty()) empty.push_back(cells_[cell].value.coord);
+  if (refreshAll_) {
+    for (const PaddedCell& pc : cells_)
+      if (pc.value.ids.empty()) empty.push_back(pc.value.coord);
+  } else {
+    for (const uint32_t cell : dirtyCells_)
+      if (cells_[cell].value.ids.empty()) empty.push_back(cells_[cell].value.coord);
+  }
   for (const CellCoord& coord : empty) {
     const uint32_t idx = map_.find(coord);
     const uint32_t last = static_cast<uint32_t>(cells_.size() - 1);
@@ -309,23 +300,38 @@ void SweepGrid::recomputeGridBounds() {
 }
 
 void SweepGrid::update(Scheduler& scheduler) {
-  if (dirtyList_.empty()) return;
+  if (!beginUpdate(scheduler)) return;
+  if (refreshAll_)
+    scheduler.forEach(0, static_cast<uint32_t>(cells_.size()), 64,
+                      [&](uint32_t begin, uint32_t end) {
+                        for (uint32_t cell = begin; cell < end; ++cell) refreshCell(cell);
+                      });
+  else
+    scheduler.forEach(0, static_cast<uint32_t>(dirtyCells_.size()), 64,
+                      [&](uint32_t begin, uint32_t end) {
+                        for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
+                      });
+  finishUpdate();
+}
+
+bool SweepGrid::beginUpdate(Scheduler& scheduler) {
+  if (dirtyList_.empty()) return false;
 
   // Pick (or re-pick, once the population has grown 8x) the cell size.
   const uint32_t live = pool_.liveCount();
   const bool autoSize = config_.cellSize <= 0.0f;
-  if (cellSize_ == 0.0f && !autoSize) chooseCellSize();
+  if (side_[0] == 0.0f && !autoSize) chooseCellSize();
   if (autoSize && live > 0 &&
-      (cellSize_ == 0.0f || (live >= 64 && live >= 8 * uint64_t(sizedForCount_)))) {
-    const bool hadCells = cellSize_ != 0.0f;
+      (side_[0] == 0.0f || (live >= 64 && live >= 8 * uint64_t(sizedForCount_)))) {
+    const bool hadCells = side_[0] != 0.0f;
     chooseCellSize();
     if (hadCells) regrid();
   }
-  if (cellSize_ == 0.0f) {
+  if (side_[0] == 0.0f) {
     // Only removals of never-registered proxies are pending: nothing to do.
     for (const uint32_t i : dirtyList_) dirty_[i] = 0;
     dirtyList_.clear();
-    return;
+    return false;
   }
 
   // (1) New ranges, in parallel; a proxy that stays in the same cells (most,
@@ -334,6 +340,7 @@ void SweepGrid::update(Scheduler& scheduler) {
   // is cheaper than looking up every cell of every moved proxy.
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
   const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
+  refreshAll_ = refreshAll;
   newRange_.resize(nd);
   newKind_.resize(nd);
   sameCells_.resize(nd);
@@ -389,25 +396,22 @@ void SweepGrid::update(Scheduler& scheduler) {
   }
   dirtyList_.clear();
 
-  // (3) Refresh the marked cells.
-  if (refreshAll) {
-    dirtyCells_.resize(cells_.size());
-    for (uint32_t c = 0; c < cells_.size(); ++c) {
-      dirtyCells_[c] = c;
-      cells_[c].value.dirty = 1;
-    }
-  }
-  scheduler.forEach(0, static_cast<uint32_t>(dirtyCells_.size()), 64,
-                    [&](uint32_t begin, uint32_t end) {
-                      for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
-                    });
+  // (3) is the caller's: every cell with `dirty` set is refreshed (by
+  // update(), or by findPairs() just before it sweeps the cell, while its
+  // arrays are in cache), then finishUpdate().
+  if (refreshAll)
+    for (PaddedCell& pc : cells_) pc.value.dirty = 1;
+  return true;
+}
 
+void SweepGrid::finishUpdate() {
   for (const uint32_t i : changed_) rangeChanged_[i] = 0;
   changed_.clear();
 
   // (4) Release the cells that emptied.
   removeEmptyCells();
   dirtyCells_.clear();
+  refreshAll_ = false;
   if (gridBoundsStale_) recomputeGridBounds();
 }
 

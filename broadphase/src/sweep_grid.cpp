@@ -38,6 +38,8 @@ SweepGrid::SweepGrid(const SweepGridConfig& config) : config_(config) {
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellSizeFactor must be > 0");
   if (!(config.targetBoxesPerCell >= 0.0f) || !std::isfinite(config.targetBoxesPerCell))
     throwError(ErrorCode::invalidArgument, "SweepGridConfig::targetBoxesPerCell must be >= 0");
+  if (!(config.cellStretchX >= 1.0f && config.cellStretchX <= 64.0f))
+    throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellStretchX must be in [1, 64]");
   if (config.maxCellsPerProxy == 0 || config.maxCellsPerProxy > (1u << 20))
     throwError(ErrorCode::invalidArgument,
                "SweepGridConfig::maxCellsPerProxy must be in [1, 2^20]");
@@ -156,7 +158,7 @@ size_t SweepGrid::memoryBytes() const {
     add(c.keys);
     add(c.flags);
   }
-  for (int w = 0; w < pairBuffers_.size(); ++w) add(pairBuffers_[w]);
+  for (int w = 0; w < pairBuffers_.size(); ++w) bytes += pairBuffers_[w].memoryBytes();
   bytes += map_.memoryBytes();
   // HandlePool: generation (4) + live (1) + free list (4) per slot.
   bytes += size_t(pool_.capacity()) * 9;

@@ -3,6 +3,7 @@
 #include <broadphase/sweep_grid.h>
 
 #include <algorithm>
+#include <array>
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -20,13 +21,27 @@ inline bool reportedHere(uint8_t fi, uint8_t fj) {
 
 constexpr size_t kStreamChunk = 2048;
 
+// For each 8-bit lane mask, the indices of its set lanes in order, 4 bits
+// each from the lowest nibble (unused nibbles 0): the permute that packs the
+// passing lanes of a block to the front.
+constexpr auto kCompressLanes = [] {
+  std::array<uint32_t, 256> table{};
+  for (uint32_t mask = 0; mask < 256; ++mask) {
+    uint32_t packed = 0, at = 0;
+    for (uint32_t lane = 0; lane < 8; ++lane)
+      if (mask & (1u << lane)) packed |= lane << (4 * at++);
+    table[mask] = packed;
+  }
+  return table;
+}();
+
 // Concatenates the workers' buffers into `out` sorted by (a, b): an LSD radix
 // sort on the compact key (a << idBits) | b, which orders like Pair::key()
 // because b < 2^idBits. 11-bit digits; all digit histograms come from one read
 // of the buffers, and the first scatter reads the buffers directly, so the
 // pairs cross memory once per digit. Deterministic: the key of a pair is unique.
-void mergeSorted(PerWorker<std::vector<Pair>>& buffers, std::vector<Pair>& out,
-                 std::vector<Pair>& scratch, uint32_t capacity) {
+void mergeSorted(PerWorker<PairBuffer>& buffers, std::vector<Pair>& out, std::vector<Pair>& scratch,
+                 uint32_t capacity) {
   size_t n = 0;
   for (int w = 0; w < buffers.size(); ++w) n += buffers[w].size();
   out.resize(n);
@@ -84,7 +99,7 @@ void mergeSorted(PerWorker<std::vector<Pair>>& buffers, std::vector<Pair>& out,
 // buffers are concatenated in parallel, then each radix pass counts and
 // scatters equal chunks in parallel (per-chunk histograms, offsets by digit
 // then chunk: a stable pass, so the result is the same unique sorted list).
-void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buffers,
+void mergeSortedParallel(Scheduler& scheduler, PerWorker<PairBuffer>& buffers,
                          std::vector<Pair>& out, std::vector<Pair>& scratch, uint32_t capacity) {
   const int workers = buffers.size();
   // Kept across frames (no allocation). Bound to a reference on this thread:
@@ -149,7 +164,7 @@ void mergeSortedParallel(Scheduler& scheduler, PerWorker<std::vector<Pair>>& buf
 
 }  // namespace
 
-void SweepGrid::sweepCell(uint32_t cell, std::vector<Pair>& out) const {
+void SweepGrid::sweepCell(uint32_t cell, PairBuffer& out) const {
   const SweepCell& c = cells_[cell].value;
   const uint32_t n = c.size();
   const float* minX = c.key(0);
@@ -160,65 +175,82 @@ void SweepGrid::sweepCell(uint32_t cell, std::vector<Pair>& out) const {
   const float* maxZ = c.key(5);
   const uint8_t* flags = c.flags.data();
   const uint32_t* ids = c.ids.data();
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint8_t fi = flags[i];
-    const uint32_t idi = ids[i];
 #if defined(__AVX2__)
-    // Eight candidates per step. Keys are sorted, so the lanes passing the x
-    // test are a prefix; a block not entirely inside ends the scan, and the
-    // +inf padding ends it at the latest at n, so reads stay in the arrays.
+  // Eight candidates per block, without a branch per candidate or per pair:
+  // the lanes passing x, y, z and the dedup/static rules form a mask; the ids
+  // of those lanes are packed to the front (a permute from kCompressLanes),
+  // paired with entry i, and all eight pairs are stored, of which popcount
+  // are kept. Keys are sorted, so the lanes passing x are a prefix; two
+  // blocks are always run (the padding holds 16 sentinels), and the scan goes
+  // on only while the second is entirely inside, which is rare for the
+  // typical 2-12 candidates, so the loop exit is well predicted.
+  const __m256i startsAll = _mm256_set1_epi32(kStartsHereMask);
+  const __m256i staticAll = _mm256_set1_epi32(kStaticFlag);
+  const __m256i nibbleShifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256i nibble = _mm256_set1_epi32(0xF);
+  for (uint32_t i = 0; i < n; ++i) {
     const __m256 xi = _mm256_set1_ps(maxX[i]);
     const __m256 loY = _mm256_set1_ps(minY[i]), hiY = _mm256_set1_ps(maxY[i]);
     const __m256 loZ = _mm256_set1_ps(minZ[i]), hiZ = _mm256_set1_ps(maxZ[i]);
-    const __m256i fiAll = _mm256_set1_epi32(fi);
-    const __m256i startsAll = _mm256_set1_epi32(kStartsHereMask);
-    const __m256i staticAll = _mm256_set1_epi32(kStaticFlag);
-    for (uint32_t j = i + 1;; j += 8) {
+    const __m256i fiAll = _mm256_set1_epi32(flags[i]);
+    const __m256i idi = _mm256_set1_epi32(int(ids[i]));
+    auto block = [&](uint32_t j) {
       const __m256 inX = _mm256_cmp_ps(_mm256_loadu_ps(minX + j), xi, _CMP_LE_OQ);
-      const int xMask = _mm256_movemask_ps(inX);
-      if (xMask == 0) break;
       const __m256 inY = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(minY + j), hiY, _CMP_LE_OQ),
                                        _mm256_cmp_ps(loY, _mm256_loadu_ps(maxY + j), _CMP_LE_OQ));
       const __m256 inZ = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(minZ + j), hiZ, _CMP_LE_OQ),
                                        _mm256_cmp_ps(loZ, _mm256_loadu_ps(maxZ + j), _CMP_LE_OQ));
-      uint32_t hits = uint32_t(_mm256_movemask_ps(_mm256_and_ps(inX, _mm256_and_ps(inY, inZ))));
-      if (hits == 0) {
-        if (xMask != 0xFF) break;
-        continue;
-      }
-      // The dedup and static rules on 8 flag bytes at once: most overlaps of
-      // boxes spanning several cells are dropped here without a branch each.
       const __m256i fj =
           _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(flags + j)));
       const __m256i both = _mm256_and_si256(_mm256_and_si256(fj, fiAll), staticAll);
       const __m256i either = _mm256_and_si256(_mm256_or_si256(fj, fiAll), startsAll);
       const __m256i report = _mm256_andnot_si256(_mm256_cmpeq_epi32(both, staticAll),
                                                  _mm256_cmpeq_epi32(either, startsAll));
-      hits &= uint32_t(_mm256_movemask_ps(_mm256_castsi256_ps(report)));
-      while (hits) {
-        const uint32_t jj = j + uint32_t(__builtin_ctz(hits));
-        hits &= hits - 1;
-        out.push_back(makePair(idi, ids[jj]));
-      }
-      if (xMask != 0xFF) break;
+      const __m256 pass =
+          _mm256_and_ps(_mm256_and_ps(inX, _mm256_castsi256_ps(report)), _mm256_and_ps(inY, inZ));
+      const uint32_t hits = uint32_t(_mm256_movemask_ps(pass));
+      // Only the lanes passing x are read (masked load): they are below n.
+      const __m256i idj =
+          _mm256_maskload_epi32(reinterpret_cast<const int*>(ids + j), _mm256_castps_si256(inX));
+      const __m256i lanes = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(int(kCompressLanes[hits])), nibbleShifts), nibble);
+      const __m256i packed = _mm256_permutevar8x32_epi32(idj, lanes);
+      const __m256i lo = _mm256_min_epu32(idi, packed);
+      const __m256i hi = _mm256_max_epu32(idi, packed);
+      const __m256i p0 = _mm256_unpacklo_epi32(lo, hi);  // pairs 0, 1 | 4, 5
+      const __m256i p1 = _mm256_unpackhi_epi32(lo, hi);  // pairs 2, 3 | 6, 7
+      Pair* w = out.writable(8);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(w), _mm256_permute2x128_si256(p0, p1, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + 4),
+                          _mm256_permute2x128_si256(p0, p1, 0x31));
+      out.advance(uint32_t(__builtin_popcount(hits)));
+      return _mm256_movemask_ps(inX);
+    };
+    block(i + 1);
+    if (block(i + 9) != 0xFF) continue;
+    for (uint32_t j = i + 17; block(j) == 0xFF; j += 8) {
     }
+  }
 #else
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint8_t fi = flags[i];
+    const uint32_t idi = ids[i];
     const float xi = maxX[i];
     const float loY = minY[i], hiY = maxY[i], loZ = minZ[i], hiZ = maxZ[i];
     // The +inf sentinel at minX[n] ends the scan: no bound check.
     for (uint32_t j = i + 1; minX[j] <= xi; ++j) {
       const bool inside = (minY[j] <= hiY) & (loY <= maxY[j]) & (minZ[j] <= hiZ) & (loZ <= maxZ[j]);
-      if (inside & reportedHere(fi, flags[j])) out.push_back(makePair(idi, ids[j]));
+      if (inside & reportedHere(fi, flags[j])) out.push(makePair(idi, ids[j]));
     }
-#endif
   }
+#endif
 }
 
 // Every pair of overflow box o with a box registered in cells, each reported
 // once: by the cell holding the min corner of the intersection, which on each
 // axis is max(lo_o, lo_x) (lo_o may lie outside the grid; the rule holds as
 // the floor mapping is monotone).
-void SweepGrid::pairOverflowBox(uint32_t slot, std::vector<Pair>& out) const {
+void SweepGrid::pairOverflowBox(uint32_t slot, PairBuffer& out) const {
   const uint32_t o = overflow_[slot];
   const Aabb& ob = boxes_[o];
   const CellRange& orng = range_[o];
@@ -240,7 +272,7 @@ void SweepGrid::pairOverflowBox(uint32_t slot, std::vector<Pair>& out) const {
       if (c.coord.x == std::max(orng.lo[0], xr.lo[0]) &&
           c.coord.y == std::max(orng.lo[1], xr.lo[1]) &&
           c.coord.z == std::max(orng.lo[2], xr.lo[2]))
-        out.push_back(makePair(o, x));
+        out.push(makePair(o, x));
     }
     return true;
   };
@@ -248,7 +280,7 @@ void SweepGrid::pairOverflowBox(uint32_t slot, std::vector<Pair>& out) const {
 }
 
 // Overflow boxes against each other: a sweep on min x of their own.
-void SweepGrid::pairOverflowSet(std::vector<Pair>& out) const {
+void SweepGrid::pairOverflowSet(PairBuffer& out) const {
   thread_local std::vector<uint32_t> order;
   order.assign(overflow_.begin(), overflow_.end());
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
@@ -259,7 +291,7 @@ void SweepGrid::pairOverflowSet(std::vector<Pair>& out) const {
     const Aabb& bi = boxes_[order[i]];
     for (size_t j = i + 1; j < order.size() && boxes_[order[j]].min.x() <= bi.max.x(); ++j) {
       if (static_[order[i]] && static_[order[j]]) continue;
-      if (overlaps(bi, boxes_[order[j]])) out.push_back(makePair(order[i], order[j]));
+      if (overlaps(bi, boxes_[order[j]])) out.push(makePair(order[i], order[j]));
     }
   }
 }
@@ -269,18 +301,29 @@ void SweepGrid::pairOverflowSet(std::vector<Pair>& out) const {
 // worker's buffer over, `last` at the end of a task.
 template <class Flush>
 void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
-  update(scheduler);
+  // The update is fused with the sweep: a cell marked dirty is refreshed by
+  // the task that sweeps it, just before, while its arrays are in cache. The
+  // overflow units read any cell, so they run after every cell is refreshed.
+  const bool pending = beginUpdate(scheduler);
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
-  const uint32_t overflowUnits = static_cast<uint32_t>(overflow_.size());
-  const uint32_t units = cellUnits + overflowUnits + (overflowUnits > 1 ? 1 : 0);
-  scheduler.forEach(0, units, 32, [&](uint32_t begin, uint32_t end) {
-    std::vector<Pair>& buffer = pairBuffers_.local();
+  scheduler.forEach(0, cellUnits, 32, [&](uint32_t begin, uint32_t end) {
+    PairBuffer& buffer = pairBuffers_.local();
     for (uint32_t u = begin; u < end; ++u) {
-      if (u < cellUnits)
-        sweepCell(u, buffer);
-      else if (u < cellUnits + overflowUnits)
-        pairOverflowBox(u - cellUnits, buffer);
+      if (pending && cells_[u].value.dirty) refreshCell(u);
+      sweepCell(u, buffer);
+      flush(buffer, false);
+    }
+    flush(buffer, true);
+  });
+  if (pending) finishUpdate();
+  const uint32_t overflowUnits = static_cast<uint32_t>(overflow_.size());
+  const uint32_t units = overflowUnits + (overflowUnits > 1 ? 1 : 0);
+  scheduler.forEach(0, units, 32, [&](uint32_t begin, uint32_t end) {
+    PairBuffer& buffer = pairBuffers_.local();
+    for (uint32_t u = begin; u < end; ++u) {
+      if (u < overflowUnits)
+        pairOverflowBox(u, buffer);
       else
         pairOverflowSet(buffer);
       flush(buffer, false);
@@ -291,7 +334,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
 
 void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
-  findPairsInto(scheduler, [](std::vector<Pair>&, bool) {});
+  findPairsInto(scheduler, [](PairBuffer&, bool) {});
   // Every pair is unique, so the sorted list is the same for any thread count.
   size_t total = 0;
   for (int w = 0; w < pairBuffers_.size(); ++w) total += pairBuffers_[w].size();
@@ -304,9 +347,9 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
 
 void SweepGrid::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume) {
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
-  findPairsInto(scheduler, [&](std::vector<Pair>& buffer, bool last) {
+  findPairsInto(scheduler, [&](PairBuffer& buffer, bool last) {
     if (buffer.size() >= kStreamChunk || (last && !buffer.empty())) {
-      consume(std::span<const Pair>(buffer.data(), buffer.size()));
+      consume(buffer.pairs());
       buffer.clear();
     }
   });

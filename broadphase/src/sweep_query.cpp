@@ -96,30 +96,30 @@ template <class OnCell, class OnSegmentEnd>
 void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnCell&& onCell,
                         OnSegmentEnd&& onSegmentEnd) const {
   if (cells_.empty()) return;
-  const float s = cellSize_;
+  const float* s = side_;
   const Vec3& o = ray.origin;
   const Vec3& d = ray.direction;
   // Covers the rounding of o + d t and of the floor mapping (relative 2^-24)
   // for every point of the ray inside the occupied cells.
   float world = 0.0f;
   for (int a = 0; a < 3; ++a)
-    world = std::max({world, std::fabs(float(gridBounds_.lo[a]) * s),
-                      std::fabs(float(int64_t(gridBounds_.hi[a]) + 1) * s)});
-  const float slack = s * 0x1p-10f + (2.0f * maxAbs(o) + world + maxAbs(grow)) * 0x1p-18f;
+    world = std::max({world, std::fabs(float(gridBounds_.lo[a]) * s[a]),
+                      std::fabs(float(int64_t(gridBounds_.hi[a]) + 1) * s[a])});
+  const float slack = s[0] * 0x1p-10f + (2.0f * maxAbs(o) + world + maxAbs(grow)) * 0x1p-18f;
   const Vec3 g = grow + Vec3(slack, slack, slack);
 
   // Only the stretch of the ray inside the occupied cells (grown) matters.
   Aabb region;
   for (int a = 0; a < 3; ++a) {
-    region.min[a] = float(gridBounds_.lo[a]) * s - g[a];
-    region.max[a] = float(int64_t(gridBounds_.hi[a]) + 1) * s + g[a];
+    region.min[a] = float(gridBounds_.lo[a]) * s[a] - g[a];
+    region.max[a] = float(int64_t(gridBounds_.hi[a]) + 1) * s[a] + g[a];
   }
   float tBegin = 0.0f, tEnd = maxT;
   if (!clipRayAabb(o, ray.invDirection, region, tBegin, tEnd)) return;
 
   // Cell coordinates clamped in float first, so no cast can overflow.
   auto cellIn = [&](float v, int a) {
-    const float c = std::floor(v * invCellSize_);
+    const float c = std::floor(v * invSide_[a]);
     const float lo = float(gridBounds_.lo[a]) - 1.0f, hi = float(gridBounds_.hi[a]) + 1.0f;
     return int32_t(std::min(std::max(c, lo), hi));
   };
@@ -127,13 +127,13 @@ void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnC
   float tNext[3], tDelta[3];
   for (int a = 0; a < 3; ++a) {
     const float start = o[a] + d[a] * tBegin;
-    const float c = std::floor(start * invCellSize_);
+    const float c = std::floor(start * invSide_[a]);
     if (d[a] > 0.0f) {
-      tNext[a] = ((c + 1.0f) * s - o[a]) * ray.invDirection[a];
-      tDelta[a] = s * ray.invDirection[a];
+      tNext[a] = ((c + 1.0f) * s[a] - o[a]) * ray.invDirection[a];
+      tDelta[a] = s[a] * ray.invDirection[a];
     } else if (d[a] < 0.0f) {
-      tNext[a] = (c * s - o[a]) * ray.invDirection[a];
-      tDelta[a] = -s * ray.invDirection[a];
+      tNext[a] = (c * s[a] - o[a]) * ray.invDirection[a];
+      tDelta[a] = -s[a] * ray.invDirection[a];
     } else {
       tNext[a] = kInf;
       tDelta[a] = kInf;
@@ -332,7 +332,7 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
     if (containsPoint(boxes_[id], point) && !callback(id)) return;
   if (cells_.empty()) return;
   const uint32_t idx =
-      map_.find(CellCoord{cellOf(point.x()), cellOf(point.y()), cellOf(point.z())});
+      map_.find(CellCoord{cellOf(point.x(), 0), cellOf(point.y(), 1), cellOf(point.z(), 2)});
   if (idx == CellMap::kAbsent) return;
   const SweepCell& c = cells_[idx].value;
   const float* minX = c.minX();
@@ -368,7 +368,7 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
   for (const uint32_t id : overflow_) offer(id);
 
   if (!cells_.empty()) {
-    const int64_t cp[3] = {cellOf(point.x()), cellOf(point.y()), cellOf(point.z())};
+    const int64_t cp[3] = {cellOf(point.x(), 0), cellOf(point.y(), 1), cellOf(point.z(), 2)};
     auto visitHomes = [&](const SweepCell& c) {
       for (uint32_t e = 0; e < c.size(); ++e) {
         const uint32_t id = c.ids[e];
@@ -392,8 +392,8 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
       }
       return n;
     };
-    const float s = cellSize_;
-    const float slack = s * 0x1p-10f + maxAbs(point) * 0x1p-18f;
+    const float* s = side_;
+    const float slack = s[0] * 0x1p-10f + maxAbs(point) * 0x1p-18f;
     const uint64_t budget = 4 * uint64_t(cells_.size()) + 64;
     uint64_t looked = 0;
     // Rings that miss the grid bounds entirely hold nothing: start at the first
@@ -442,8 +442,8 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
       if (out.size() == k) {
         float bound = kInf;
         for (int a = 0; a < 3; ++a) {
-          bound = std::min(bound, point[a] - float(cp[a] - R) * s);
-          bound = std::min(bound, float(cp[a] + R + 1) * s - point[a]);
+          bound = std::min(bound, point[a] - float(cp[a] - R) * s[a]);
+          bound = std::min(bound, float(cp[a] + R + 1) * s[a] - point[a]);
         }
         bound -= slack;
         if (bound > 0.0f && out.front().distanceSquared < bound * bound) break;

@@ -71,7 +71,7 @@ std::string SweepGrid::validate() const {
       return "registration kind does not match the overflow rule" + at(i);
   }
   if (overflowCount != overflow_.size()) return "overflow set size mismatch";
-  if (cap > 0 && dirtyList_.empty() && pool_.liveCount() > 0 && !(cellSize_ > 0.0f))
+  if (cap > 0 && dirtyList_.empty() && pool_.liveCount() > 0 && !(side_[0] > 0.0f))
     return "no cell size after an update";
 
   // Cells: in the map, non-empty, unique members that belong there, sorted,

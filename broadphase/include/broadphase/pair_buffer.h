@@ -1,0 +1,45 @@
+// PairBuffer: one worker's pair output, for kernels that write a whole SIMD
+// block of candidate pairs and then advance by the number that passed (no
+// branch per pair). The storage only grows, so a steady state allocates
+// nothing and nothing is zeroed again; size() pairs are valid.
+#pragma once
+
+#include <broadphase/pair.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace bp {
+
+class PairBuffer {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Pair* data() const { return storage_.data(); }
+  std::span<const Pair> pairs() const { return {storage_.data(), size_}; }
+  const Pair* begin() const { return storage_.data(); }
+  const Pair* end() const { return storage_.data() + size_; }
+  void clear() { size_ = 0; }
+
+  // Room for k more pairs at the returned pointer; advance(m <= k) keeps m.
+  Pair* writable(size_t k) {
+    if (storage_.size() - size_ < k) grow(k);
+    return storage_.data() + size_;
+  }
+  void advance(size_t k) { size_ += k; }
+  void push(const Pair& p) {
+    *writable(1) = p;
+    ++size_;
+  }
+  size_t memoryBytes() const { return storage_.capacity() * sizeof(Pair); }
+
+ private:
+  void grow(size_t k) { storage_.resize(std::max({2 * storage_.size(), size_ + k, size_t(1024)})); }
+
+  std::vector<Pair> storage_;
+  size_t size_ = 0;
+};
+
+}  // namespace bp
