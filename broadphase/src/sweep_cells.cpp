@@ -130,7 +130,7 @@ void SweepGrid::regrid() {
   std::fill(kind_.begin(), kind_.end(), Registration::none);
   std::fill(overflowPos_.begin(), overflowPos_.end(), kNullIndex);
   for (uint32_t i = 0; i < pool_.capacity(); ++i)
-    if (pool_.isLiveIndex(i)) markDirty(i);
+    if (pool_.isLiveIndex(i)) markDirty(i);  // as kDirtyRelink, even if already dirty
   gridBoundsStale_ = true;
 }
 
@@ -300,7 +300,7 @@ void SweepGrid::recomputeGridBounds() {
 }
 
 void SweepGrid::update(Scheduler& scheduler) {
-  if (!beginUpdate(scheduler)) return;
+  if (!beginUpdate()) return;
   if (refreshAll_)
     scheduler.forEach(0, static_cast<uint32_t>(cells_.size()), 64,
                       [&](uint32_t begin, uint32_t end) {
@@ -314,7 +314,7 @@ void SweepGrid::update(Scheduler& scheduler) {
   finishUpdate();
 }
 
-bool SweepGrid::beginUpdate(Scheduler& scheduler) {
+bool SweepGrid::beginUpdate() {
   if (dirtyList_.empty()) return false;
 
   // Pick (or re-pick, once the population has grown 8x) the cell size.
@@ -334,44 +334,35 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
     return false;
   }
 
-  // (1) New ranges, in parallel; a proxy that stays in the same cells (most,
-  // in a frame of small moves) needs no serial work when every cell is
-  // refreshed anyway. When most cells would be touched, refreshing all of them
-  // is cheaper than looking up every cell of every moved proxy.
+  // (1)+(2) The membership diff, serially, in dirty-list order (so the layout
+  // of the cells does not depend on the thread count). move() already told
+  // which proxies stayed in their registered cells (kDirtyStayed: most, in a
+  // frame of small moves); those need no work here when every cell is
+  // refreshed anyway. When most cells would be touched, refreshing all of
+  // them is cheaper than looking up every cell of every moved proxy.
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
   const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
   refreshAll_ = refreshAll;
-  newRange_.resize(nd);
-  newKind_.resize(nd);
-  sameCells_.resize(nd);
-  scheduler.forEach(0, nd, 8192, [&](uint32_t begin, uint32_t end) {
-    for (uint32_t k = begin; k < end; ++k) {
-      const uint32_t i = dirtyList_[k];
-      dirty_[i] = 0;
-      if (!pool_.isLiveIndex(i)) {
-        newKind_[k] = Registration::none;
-        sameCells_[k] = 0;
-        continue;
-      }
-      newRange_[k] = rangeOf(boxes_[i]);
-      newKind_[k] = classify(newRange_[k]);
-      sameCells_[k] = kind_[i] == Registration::cells && newKind_[k] == Registration::cells &&
-                      range_[i] == newRange_[k];
-    }
-  });
-
-  // (2) Membership diff, serially, in dirty-list order (so the layout of the
-  // cells does not depend on the thread count).
   for (uint32_t k = 0; k < nd; ++k) {
-    if (sameCells_[k]) {
-      if (!refreshAll) markRangeDirty(newRange_[k]);
+    const uint32_t i = dirtyList_[k];
+    const uint8_t state = dirty_[i];
+    dirty_[i] = 0;
+    if (state == kDirtyStayed) {
+      if (!refreshAll) markRangeDirty(range_[i]);
       continue;
     }
-    const uint32_t i = dirtyList_[k];
     const Registration oldKind = kind_[i];
-    const Registration newKind = newKind_[k];
+    CellRange newRange{};
+    Registration newKind = Registration::none;
+    if (pool_.isLiveIndex(i)) {
+      newRange = rangeOf(boxes_[i]);
+      newKind = classify(newRange);
+    }
     const CellRange& oldRange = range_[i];
-    const CellRange& newRange = newRange_[k];
+    if (oldKind == Registration::cells && newKind == Registration::cells && oldRange == newRange) {
+      if (!refreshAll) markRangeDirty(newRange);
+      continue;
+    }
     if (oldKind == Registration::cells) {
       markRangeLeaving(oldRange, !refreshAll);
       rangeChanged_[i] = 1;

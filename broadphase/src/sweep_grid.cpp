@@ -46,9 +46,15 @@ SweepGrid::SweepGrid(const SweepGridConfig& config) : config_(config) {
 }
 
 void SweepGrid::markDirty(uint32_t index) {
-  if (dirty_[index]) return;
-  dirty_[index] = 1;
-  dirtyList_.push_back(index);
+  if (dirty_[index] == kDirtyNone) dirtyList_.push_back(index);
+  dirty_[index] = kDirtyRelink;
+}
+
+uint8_t SweepGrid::dirtyStateFor(uint32_t index, const Aabb& box) const {
+  // Before the first update there are no cells (side_ is 0): relink.
+  return side_[0] != 0.0f && kind_[index] == Registration::cells && rangeOf(box) == range_[index]
+             ? kDirtyStayed
+             : kDirtyRelink;
 }
 
 ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
@@ -80,7 +86,8 @@ void SweepGrid::move(ProxyId id, const Aabb& box) {
   if (!pool_.isLive(id)) throwError(ErrorCode::staleHandle, describeHandle(id));
   requireValidBox(box);
   boxes_[id.index] = box;
-  markDirty(id.index);
+  if (dirty_[id.index] == kDirtyNone) dirtyList_.push_back(id.index);
+  dirty_[id.index] = dirtyStateFor(id.index, box);
 }
 
 void SweepGrid::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
@@ -109,8 +116,8 @@ void SweepGrid::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) 
     const uint32_t i = ids[k].index;
     boxes_[i] = boxes[k];
     out[added] = i;
-    added += dirty_[i] ^ 1u;
-    dirty_[i] = 1;
+    added += dirty_[i] == kDirtyNone;
+    dirty_[i] = dirtyStateFor(i, boxes[k]);
   }
   dirtyList_.resize(listed + added);
 }
@@ -148,9 +155,6 @@ size_t SweepGrid::memoryBytes() const {
   add(overflow_);
   add(cells_);
   add(dirtyCells_);
-  add(newRange_);
-  add(newKind_);
-  add(sameCells_);
   add(sortScratch_);
   for (const PaddedCell& pc : cells_) {
     const SweepCell& c = pc.value;

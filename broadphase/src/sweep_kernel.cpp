@@ -304,7 +304,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   // The update is fused with the sweep: a cell marked dirty is refreshed by
   // the task that sweeps it, just before, while its arrays are in cache. The
   // overflow units read any cell, so they run after every cell is refreshed.
-  const bool pending = beginUpdate(scheduler);
+  const bool pending = beginUpdate();
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
   scheduler.forEach(0, cellUnits, 32, [&](uint32_t begin, uint32_t end) {

@@ -35,7 +35,14 @@ std::string SweepGrid::validate() const {
 
   // Dirty list: unique, and flags match.
   uint64_t dirtyFlags = 0;
-  for (uint32_t i = 0; i < cap; ++i) dirtyFlags += dirty_[i];
+  for (uint32_t i = 0; i < cap; ++i) {
+    if (dirty_[i] > kDirtyStayed) return "bad dirty state" + at(i);
+    dirtyFlags += dirty_[i] != kDirtyNone;
+    // "Stayed" is trusted by update(): the proxy must really be in its cells.
+    if (dirty_[i] == kDirtyStayed && (!pool_.isLiveIndex(i) || kind_[i] != Registration::cells ||
+                                      rangeOf(boxes_[i]) != range_[i]))
+      return "proxy marked as staying in its cells but its box left them" + at(i);
+  }
   if (dirtyFlags != dirtyList_.size()) return "dirty flags do not match the dirty list";
   for (const uint32_t i : dirtyList_)
     if (i >= cap || !dirty_[i]) return "dirty list holds an unflagged index" + at(i);

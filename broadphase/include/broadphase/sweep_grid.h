@@ -89,6 +89,14 @@ struct CellRange {
 
 enum class Registration : uint8_t { none, cells, overflow };
 
+// A proxy's dirty state (SweepGrid::dirty_): not pending; pending and its
+// registration may change (added, removed, moved out of its cells, regrid);
+// pending and its new box still lies in exactly its registered cells, which
+// the batch move() finds while the box is in registers, so update() skips it.
+inline constexpr uint8_t kDirtyNone = 0;
+inline constexpr uint8_t kDirtyRelink = 1;
+inline constexpr uint8_t kDirtyStayed = 2;
+
 // Entry flags: bit k (k = 0, 1, 2) set when the entry's box starts in this
 // cell on axis k; kStaticFlag when the proxy is static.
 inline constexpr uint8_t kStartsHereMask = 0x7;
@@ -201,11 +209,12 @@ class SweepGrid {
   void recomputeGridBounds();
   void addToOverflow(uint32_t index);
   void removeFromOverflow(uint32_t index);
-  void markDirty(uint32_t index);
+  void markDirty(uint32_t index);  // as kDirtyRelink
+  uint8_t dirtyStateFor(uint32_t index, const Aabb& newBox) const;
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
-  bool beginUpdate(Scheduler& scheduler);
+  bool beginUpdate();
   void finishUpdate();
 
   // --- pairs (sweep_kernel.cpp)
@@ -233,7 +242,7 @@ class SweepGrid {
   // Per proxy index (size capacity()).
   std::vector<Aabb> boxes_;            // exact box (meaningful when live)
   std::vector<uint8_t> static_;        // 1: static
-  std::vector<uint8_t> dirty_;         // 1: in dirtyList_
+  std::vector<uint8_t> dirty_;         // kDirty*: in dirtyList_ when not 0
   std::vector<Registration> kind_;     // where the index is registered now
   std::vector<CellRange> range_;       // registered range (kind_ != none)
   std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
@@ -259,10 +268,7 @@ class SweepGrid {
   uint32_t sizedForCount_ = 0;  // live count when the automatic size was picked
 
   // Scratch kept between frames so a steady state allocates nothing.
-  std::vector<CellRange> newRange_;
-  std::vector<Registration> newKind_;
-  std::vector<uint8_t> sameCells_;  // 1: the dirty proxy stays in the same cells
-  std::vector<uint32_t> changed_;   // indices with rangeChanged_ set
+  std::vector<uint32_t> changed_;  // indices with rangeChanged_ set
   PerWorker<PairBuffer> pairBuffers_;
   std::vector<Pair> sortScratch_;
 };
