@@ -21,6 +21,18 @@ inline bool reportedHere(uint8_t fi, uint8_t fj) {
 
 constexpr size_t kStreamChunk = 2048;
 
+// The fewest LSD passes of at most 12-bit digits (4096 counters: they stay in
+// L1) over a key of `bits` bits, with the bits spread evenly: 34-bit keys
+// (N = 10^5) take 3 passes of 12 bits rather than 4 of 11.
+struct RadixPlan {
+  uint32_t digitBits;
+  uint32_t passes;
+};
+RadixPlan planRadix(uint32_t bits) {
+  const uint32_t passes = std::max(1u, (bits + 11) / 12);
+  return {(bits + passes - 1) / passes, passes};
+}
+
 // For each 8-bit lane mask, the indices of its set lanes in order, 4 bits
 // each from the lowest nibble (unused nibbles 0): the permute that packs the
 // passing lanes of a block to the front.
@@ -37,7 +49,7 @@ constexpr auto kCompressLanes = [] {
 
 // Concatenates the workers' buffers into `out` sorted by (a, b): an LSD radix
 // sort on the compact key (a << idBits) | b, which orders like Pair::key()
-// because b < 2^idBits. 11-bit digits; all digit histograms come from one read
+// because b < 2^idBits. Digits of at most 12 bits (planRadix); all digit histograms come from one read
 // of the buffers, and the first scatter reads the buffers directly, so the
 // pairs cross memory once per digit. Deterministic: the key of a pair is unique.
 void mergeSorted(PerWorker<PairBuffer>& buffers, std::vector<Pair>& out, std::vector<Pair>& scratch,
@@ -56,9 +68,10 @@ void mergeSorted(PerWorker<PairBuffer>& buffers, std::vector<Pair>& out, std::ve
   }
   uint32_t idBits = 1;
   while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
-  constexpr uint32_t kDigitBits = 11;
-  constexpr uint32_t kBuckets = 1u << kDigitBits;
-  const uint32_t passes = (2 * idBits + kDigitBits - 1) / kDigitBits;
+  const RadixPlan plan = planRadix(2 * idBits);
+  const uint32_t kDigitBits = plan.digitBits;
+  const uint32_t kBuckets = 1u << kDigitBits;
+  const uint32_t passes = plan.passes;
   auto keyOf = [idBits](const Pair& p) { return (uint64_t(p.a) << idBits) | p.b; };
 
   thread_local std::vector<uint32_t> count;  // kept across frames: no allocation
@@ -118,9 +131,10 @@ void mergeSortedParallel(Scheduler& scheduler, PerWorker<PairBuffer>& buffers,
   });
   uint32_t idBits = 1;
   while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
-  constexpr uint32_t kDigitBits = 11;
-  constexpr uint32_t kBuckets = 1u << kDigitBits;
-  const uint32_t passes = (2 * idBits + kDigitBits - 1) / kDigitBits;
+  const RadixPlan plan = planRadix(2 * idBits);
+  const uint32_t kDigitBits = plan.digitBits;
+  const uint32_t kBuckets = 1u << kDigitBits;
+  const uint32_t passes = plan.passes;
   const uint32_t chunks =
       uint32_t(std::min<size_t>(size_t(scheduler.threadCount()) * 2, n / 4096 + 1));
   const size_t chunkSize = (n + chunks - 1) / chunks;
