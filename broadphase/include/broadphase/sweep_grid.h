@@ -102,10 +102,9 @@ inline constexpr uint8_t kDirtyStayed = 2;
 inline constexpr uint8_t kStartsHereMask = 0x7;
 inline constexpr uint8_t kStaticFlag = 0x8;
 
-// Padding after the n entries of each key array: the 8-wide sweep reads two
-// whole blocks of 8 past any entry and stops on the +inf min x of the padding
-// (the sentinel).
-inline constexpr uint32_t kSweepPad = 16;
+// Padding after the n entries of each key array: the 8-wide sweep reads whole
+// blocks of 8 and stops on the +inf min x of the padding (the sentinel).
+inline constexpr uint32_t kSweepPad = 8;
 
 // One occupied cell. Members are sorted by (min x, id) after every update.
 // keys holds six arrays of stride n + kSweepPad, in this order: min x, max x,
