@@ -123,7 +123,7 @@ void SweepGrid::chooseCellSize() {
     sizedForCount_ = live;
   }
   side_[0] = clampCellSize(side_[1] * config_.cellStretchX);
-  for (int a = 0; a < 3; ++a) invSide_[a] = 1.0f / side_[a];
+  for (int a = 0; a < 3; ++a) invSide_[a] = invSide8_[a] = invSide8_[a + 3] = 1.0f / side_[a];
 }
 
 void SweepGrid::regrid() {

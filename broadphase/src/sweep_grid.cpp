@@ -50,13 +50,6 @@ void SweepGrid::markDirty(uint32_t index) {
   dirty_[index] = kDirtyRelink;
 }
 
-uint8_t SweepGrid::dirtyStateFor(uint32_t index, const Aabb& box) const {
-  // Before the first update there are no cells (side_ is 0): relink.
-  return side_[0] != 0.0f && kind_[index] == Registration::cells && rangeOf(box) == range_[index]
-             ? kDirtyStayed
-             : kDirtyRelink;
-}
-
 ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
   requireValidBox(box);
   const ProxyId id = pool_.allocate();

@@ -49,9 +49,9 @@ constexpr auto kCompressLanes = [] {
 
 // Concatenates the workers' buffers into `out` sorted by (a, b): an LSD radix
 // sort on the compact key (a << idBits) | b, which orders like Pair::key()
-// because b < 2^idBits. Digits of at most 12 bits (planRadix); all digit histograms come from one read
-// of the buffers, and the first scatter reads the buffers directly, so the
-// pairs cross memory once per digit. Deterministic: the key of a pair is unique.
+// because b < 2^idBits. Digits of at most 12 bits (planRadix); all digit histograms come from one
+// read of the buffers, and the first scatter reads the buffers directly, so the pairs cross memory
+// once per digit. Deterministic: the key of a pair is unique.
 void mergeSorted(PerWorker<PairBuffer>& buffers, std::vector<Pair>& out, std::vector<Pair>& scratch,
                  uint32_t capacity) {
   size_t n = 0;

@@ -47,6 +47,9 @@
 #include <broadphase/sweep_cell_map.h>
 
 #include <algorithm>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -209,7 +212,23 @@ class SweepGrid {
   void addToOverflow(uint32_t index);
   void removeFromOverflow(uint32_t index);
   void markDirty(uint32_t index);  // as kDirtyRelink
-  uint8_t dirtyStateFor(uint32_t index, const Aabb& newBox) const;
+  // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
+  uint8_t dirtyStateFor(uint32_t index, const Aabb& box) const {
+    // Before the first update there are no cells (side_ is 0): relink.
+    if (side_[0] == 0.0f || kind_[index] != Registration::cells) return kDirtyRelink;
+#if defined(__AVX2__)
+    // rangeOf() and the compare, six lanes at once (lanes 6 and 7 are 0 == 0).
+    const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    const __m256 v =
+        _mm256_mul_ps(_mm256_maskload_ps(box.min.data(), six), _mm256_loadu_ps(invSide8_));
+    const __m256i cells = _mm256_cvttps_epi32(_mm256_floor_ps(v));
+    const __m256i registered = _mm256_maskload_epi32(range_[index].lo, six);
+    return _mm256_movemask_epi8(_mm256_cmpeq_epi32(cells, registered)) == -1 ? kDirtyStayed
+                                                                             : kDirtyRelink;
+#else
+    return rangeOf(box) == range_[index] ? kDirtyStayed : kDirtyRelink;
+#endif
+  }
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
@@ -264,6 +283,7 @@ class SweepGrid {
   // Cell side per axis (x is cellStretchX times y and z), 0 until sized.
   float side_[3] = {0.0f, 0.0f, 0.0f};
   float invSide_[3] = {0.0f, 0.0f, 0.0f};
+  float invSide8_[8] = {};      // invSide_ twice, then 0, 0: the lanes of an Aabb
   uint32_t sizedForCount_ = 0;  // live count when the automatic size was picked
 
   // Scratch kept between frames so a steady state allocates nothing.
