@@ -128,7 +128,7 @@ void SweepGrid::chooseCellSize() {
 
 void SweepGrid::regrid() {
   cells_.clear();
-  map_.clear();
+  for (CellMap& map : maps_) map.clear();
   dirtyCells_.clear();
   overflow_.clear();
   std::fill(kind_.begin(), kind_.end(), Registration::none);
@@ -138,8 +138,8 @@ void SweepGrid::regrid() {
   gridBoundsStale_ = true;
 }
 
-uint32_t SweepGrid::findOrCreateCell(const CellCoord& c) {
-  uint32_t idx = map_.find(c);
+uint32_t SweepGrid::findOrCreateCell(const CellCoord& c, uint8_t layer) {
+  uint32_t idx = maps_[layer].find(c);
   if (idx != CellMap::kAbsent) return idx;
   idx = static_cast<uint32_t>(cells_.size());
   cells_.emplace_back();
@@ -155,7 +155,8 @@ uint32_t SweepGrid::findOrCreateCell(const CellCoord& c) {
     reused.flags.clear();
   }
   cells_.back().value.coord = c;
-  map_.insert(c, idx);
+  cells_.back().value.layer = layer;
+  maps_[layer].insert(c, idx);
   gridBoundsStale_ = true;
   return idx;
 }
@@ -167,16 +168,16 @@ void SweepGrid::markCellDirty(uint32_t cell) {
   dirtyCells_.push_back(cell);
 }
 
-void SweepGrid::markRangeDirty(const CellRange& r) {
+void SweepGrid::markRangeDirty(const CellRange& r, uint8_t layer) {
   forEachCoord(r, [&](const CellCoord& c) {
-    const uint32_t idx = map_.find(c);
+    const uint32_t idx = maps_[layer].find(c);
     if (idx != CellMap::kAbsent) markCellDirty(idx);
   });
 }
 
-void SweepGrid::markRangeLeaving(const CellRange& r, bool markDirty) {
+void SweepGrid::markRangeLeaving(const CellRange& r, uint8_t layer, bool markDirty) {
   forEachCoord(r, [&](const CellCoord& c) {
-    const uint32_t idx = map_.find(c);
+    const uint32_t idx = maps_[layer].find(c);
     if (idx == CellMap::kAbsent) return;
     cells_[idx].value.leaving = 1;
     if (markDirty) markCellDirty(idx);
@@ -208,8 +209,8 @@ void SweepGrid::refreshCell(uint32_t cell) {
     // rangeChanged_ (one byte per proxy, cache resident) spares the lookup
     // of the range of every member that stayed put.
     for (const uint32_t id : c.ids)
-      if (!rangeChanged_[id] ||
-          (kind_[id] == Registration::cells && rangeContains(range_[id], c.coord)))
+      if (!rangeChanged_[id] || (kind_[id] == Registration::cells && layer_[id] == c.layer &&
+                                 rangeContains(range_[id], c.coord)))
         c.ids[kept++] = id;
     c.ids.resize(kept);
   }
@@ -249,10 +250,12 @@ void SweepGrid::refreshCell(uint32_t cell) {
   const __m128 inv = _mm_setr_ps(invSide_[0], invSide_[1], invSide_[2], 0.0f);
   const __m128i coord = _mm_setr_epi32(c.coord.x, c.coord.y, c.coord.z, 0);
 #endif
+  float maxExtentX = 0.0f;
   for (uint32_t e = 0; e < n; ++e) {
     const uint32_t id = uint32_t(order[e]);
     ids[e] = id;
     const Aabb& b = boxes_[id];
+    maxExtentX = std::max(maxExtentX, b.max.x() - b.min.x());
     k[0][e] = b.min.x();
     k[1][e] = b.max.x();
     k[2][e] = b.min.y();
@@ -272,27 +275,29 @@ void SweepGrid::refreshCell(uint32_t cell) {
                 ((cellOf(b.min.z(), 2) == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
 #endif
   }
+  c.maxExtentX = maxExtentX;
   for (int a = 0; a < 6; ++a)
     std::fill(k[a] + n, k[a] + m, a == 0 ? std::numeric_limits<float>::infinity() : 0.0f);
 }
 
 void SweepGrid::removeEmptyCells() {
-  std::vector<CellCoord>& empty = emptyScratch_;
+  std::vector<std::pair<CellCoord, uint8_t>>& empty = emptyScratch_;
   empty.clear();
   if (refreshAll_) {
     for (const PaddedCell& pc : cells_)
-      if (pc.value.ids.empty()) empty.push_back(pc.value.coord);
+      if (pc.value.ids.empty()) empty.emplace_back(pc.value.coord, pc.value.layer);
   } else {
     for (const uint32_t cell : dirtyCells_)
-      if (cells_[cell].value.ids.empty()) empty.push_back(cells_[cell].value.coord);
+      if (cells_[cell].value.ids.empty())
+        empty.emplace_back(cells_[cell].value.coord, cells_[cell].value.layer);
   }
-  for (const CellCoord& coord : empty) {
-    const uint32_t idx = map_.find(coord);
+  for (const auto& [coord, layer] : empty) {
+    const uint32_t idx = maps_[layer].find(coord);
     const uint32_t last = static_cast<uint32_t>(cells_.size() - 1);
-    map_.erase(coord);
+    maps_[layer].erase(coord);
     if (idx != last) {
       std::swap(cells_[idx].value, cells_[last].value);
-      map_.assign(cells_[idx].value.coord, idx);
+      maps_[cells_[idx].value.layer].assign(cells_[idx].value.coord, idx);
     }
     spareCells_.push_back(std::move(cells_.back().value));  // keep its arrays
     cells_.pop_back();
@@ -317,17 +322,21 @@ void SweepGrid::recomputeGridBounds() {
 
 void SweepGrid::update(Scheduler& scheduler) {
   if (!beginUpdate()) return;
+  refreshListedCells(scheduler);
   if (refreshAll_)
     scheduler.forEach(0, static_cast<uint32_t>(cells_.size()), 64,
                       [&](uint32_t begin, uint32_t end) {
-                        for (uint32_t cell = begin; cell < end; ++cell) refreshCell(cell);
-                      });
-  else
-    scheduler.forEach(0, static_cast<uint32_t>(dirtyCells_.size()), 64,
-                      [&](uint32_t begin, uint32_t end) {
-                        for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
+                        for (uint32_t cell = begin; cell < end; ++cell)
+                          if (cells_[cell].value.dirty) refreshCell(cell);
                       });
   finishUpdate();
+}
+
+void SweepGrid::refreshListedCells(Scheduler& scheduler) {
+  scheduler.forEach(0, static_cast<uint32_t>(dirtyCells_.size()), 64,
+                    [&](uint32_t begin, uint32_t end) {
+                      for (uint32_t k = begin; k < end; ++k) refreshCell(dirtyCells_[k]);
+                    });
 }
 
 bool SweepGrid::beginUpdate() {
@@ -355,7 +364,9 @@ bool SweepGrid::beginUpdate() {
   // which proxies stayed in their registered cells (kDirtyStayed: most, in a
   // frame of small moves); those need no work here when every cell is
   // refreshed anyway. When most cells would be touched, refreshing all of
-  // them is cheaper than looking up every cell of every moved proxy.
+  // them is cheaper than looking up every cell of every moved proxy; this
+  // holds for the moving layer only: static cells are refreshed when one of
+  // their own members changed, and listed in dirtyCells_ for it.
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
   const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
   refreshAll_ = refreshAll;
@@ -363,11 +374,14 @@ bool SweepGrid::beginUpdate() {
     const uint32_t i = dirtyList_[k];
     const uint8_t state = dirty_[i];
     dirty_[i] = 0;
-    if (state == kDirtyStayed) {
-      if (!refreshAll) markRangeDirty(range_[i]);
+    const uint8_t newLayer = static_[i] ? kStaticLayer : kMovingLayer;
+    const bool mark = !refreshAll || newLayer == kStaticLayer;
+    if (state == kDirtyStayed) {  // then layer_[i] == newLayer
+      if (mark) markRangeDirty(range_[i], newLayer);
       continue;
     }
     const Registration oldKind = kind_[i];
+    const uint8_t oldLayer = layer_[i];
     CellRange newRange{};
     Registration newKind = Registration::none;
     if (pool_.isLiveIndex(i)) {
@@ -375,27 +389,28 @@ bool SweepGrid::beginUpdate() {
       newKind = classify(newRange);
     }
     const CellRange& oldRange = range_[i];
-    if (oldKind == Registration::cells && newKind == Registration::cells && oldRange == newRange) {
-      if (!refreshAll) markRangeDirty(newRange);
+    const bool wasInCells = oldKind == Registration::cells && oldLayer == newLayer;
+    if (wasInCells && newKind == Registration::cells && oldRange == newRange) {
+      if (mark) markRangeDirty(newRange, newLayer);
       continue;
     }
     if (oldKind == Registration::cells) {
-      markRangeLeaving(oldRange, !refreshAll);
+      markRangeLeaving(oldRange, oldLayer, !refreshAll || oldLayer == kStaticLayer);
       rangeChanged_[i] = 1;
       changed_.push_back(i);
     }
     if (oldKind == Registration::overflow && newKind != Registration::overflow)
       removeFromOverflow(i);
     if (newKind == Registration::cells) {
-      const bool wasInCells = oldKind == Registration::cells;
       forEachCoord(newRange, [&](const CellCoord& c) {
         if (wasInCells && rangeContains(oldRange, c)) return;
-        const uint32_t idx = findOrCreateCell(c);
+        const uint32_t idx = findOrCreateCell(c, newLayer);
         std::vector<uint32_t>& ids = cells_[idx].value.ids;
         if (ids.size() == ids.capacity()) ids.reserve(ids.size() + ids.size() / 2 + 8);
         ids.push_back(i);
-        if (!refreshAll) markCellDirty(idx);
+        if (mark) markCellDirty(idx);
       });
+      layer_[i] = newLayer;
     }
     if (newKind == Registration::overflow && oldKind != Registration::overflow) addToOverflow(i);
     kind_[i] = newKind;
@@ -403,11 +418,13 @@ bool SweepGrid::beginUpdate() {
   }
   dirtyList_.clear();
 
-  // (3) is the caller's: every cell with `dirty` set is refreshed (by
-  // update(), or by findPairs() just before it sweeps the cell, while its
-  // arrays are in cache), then finishUpdate().
+  // (3) is the caller's: the cells in dirtyCells_ are refreshed, then (when
+  // refreshAll_) every moving cell whose `dirty` is still set (by update(),
+  // or by findPairs() just before it sweeps the cell, while its arrays are in
+  // cache); then finishUpdate().
   if (refreshAll)
-    for (PaddedCell& pc : cells_) pc.value.dirty = 1;
+    for (PaddedCell& pc : cells_)
+      if (pc.value.layer == kMovingLayer) pc.value.dirty = 1;
   return true;
 }
 

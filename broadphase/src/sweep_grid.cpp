@@ -61,6 +61,7 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
     kind_.resize(n, Registration::none);
     range_.resize(n, CellRange{});
     overflowPos_.resize(n, kNullIndex);
+    layer_.resize(n, kMovingLayer);
     rangeChanged_.resize(n, 0);
   }
   boxes_[id.index] = box;
@@ -142,6 +143,7 @@ size_t SweepGrid::memoryBytes() const {
   add(kind_);
   add(range_);
   add(overflowPos_);
+  add(layer_);
   add(rangeChanged_);
   add(changed_);
   add(dirtyList_);
@@ -156,7 +158,7 @@ size_t SweepGrid::memoryBytes() const {
     add(c.flags);
   }
   for (int w = 0; w < pairBuffers_.size(); ++w) bytes += pairBuffers_[w].memoryBytes();
-  bytes += map_.memoryBytes();
+  for (const CellMap& map : maps_) bytes += map.memoryBytes();
   // HandlePool: generation (4) + live (1) + free list (4) per slot.
   bytes += size_t(pool_.capacity()) * 9;
   return bytes;

@@ -331,13 +331,15 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
   for (const uint32_t id : overflow_)
     if (containsPoint(boxes_[id], point) && !callback(id)) return;
   if (cells_.empty()) return;
-  const uint32_t idx =
-      map_.find(CellCoord{cellOf(point.x(), 0), cellOf(point.y(), 1), cellOf(point.z(), 2)});
-  if (idx == CellMap::kAbsent) return;
-  const SweepCell& c = cells_[idx].value;
-  const float* minX = c.minX();
-  for (uint32_t k = 0; k < c.size() && minX[k] <= point.x(); ++k)
-    if (containsPoint(c.box(k), point) && !callback(c.ids[k])) return;
+  const CellCoord coord{cellOf(point.x(), 0), cellOf(point.y(), 1), cellOf(point.z(), 2)};
+  for (const CellMap& map : maps_) {  // the moving cell, then the static one
+    const uint32_t idx = map.find(coord);
+    if (idx == CellMap::kAbsent) continue;
+    const SweepCell& c = cells_[idx].value;
+    const float* minX = c.minX();
+    for (uint32_t k = 0; k < c.size() && minX[k] <= point.x(); ++k)
+      if (containsPoint(c.box(k), point) && !callback(c.ids[k])) return;
+  }
 }
 
 // Rings of cells around the point's cell, by Chebyshev distance R. Each box is
@@ -408,8 +410,10 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
       for (int64_t x = x0; x <= x1; ++x)
         for (int64_t y = y0; y <= y1; ++y)
           for (int64_t z = z0; z <= z1; ++z) {
-            const uint32_t idx = map_.find(CellCoord{int32_t(x), int32_t(y), int32_t(z)});
-            if (idx != CellMap::kAbsent) visitHomes(cells_[idx].value);
+            for (const CellMap& map : maps_) {
+              const uint32_t idx = map.find(CellCoord{int32_t(x), int32_t(y), int32_t(z)});
+              if (idx != CellMap::kAbsent) visitHomes(cells_[idx].value);
+            }
           }
     };
     for (int64_t R = firstRing;; ++R) {

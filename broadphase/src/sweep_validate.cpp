@@ -83,7 +83,8 @@ std::string SweepGrid::validate() const {
 
   // Cells: in the map, non-empty, unique members that belong there, sorted,
   // SoA equal to the exact boxes, sentinel in place.
-  if (map_.size() != cells_.size()) return "cell map size differs from the cell count";
+  if (maps_[0].size() + maps_[1].size() != cells_.size())
+    return "cell map sizes differ from the cell count";
   uint64_t entries = 0;
   std::vector<uint32_t> seen;
   CellRange bounds{{INT32_MAX, INT32_MAX, INT32_MAX}, {INT32_MIN, INT32_MIN, INT32_MIN}};
@@ -91,8 +92,13 @@ std::string SweepGrid::validate() const {
     const SweepCell& c = cells_[ci].value;
     const std::string where = " in cell (" + std::to_string(c.coord.x) + ", " +
                               std::to_string(c.coord.y) + ", " + std::to_string(c.coord.z) + ")";
-    if (map_.find(c.coord) != ci) return "cell map does not point at its cell" + where;
+    if (c.layer > kStaticLayer) return "bad cell layer" + where;
+    if (maps_[c.layer].find(c.coord) != ci) return "cell map does not point at its cell" + where;
     if (c.dirty || c.leaving) return "cell left dirty" + where;
+    float maxExtentX = 0.0f;
+    for (uint32_t k = 0; k < c.size(); ++k)
+      maxExtentX = std::max(maxExtentX, c.maxX()[k] - c.minX()[k]);
+    if (c.maxExtentX < maxExtentX) return "cell's largest x extent too small" + where;
     const uint32_t n = c.size();
     if (n == 0) return "empty cell kept" + where;
     if (c.keys.size() != 6 * c.stride() || c.flags.size() != c.stride())
@@ -106,8 +112,10 @@ std::string SweepGrid::validate() const {
       return "a proxy is twice in one cell" + where;
     for (uint32_t k = 0; k < n; ++k) {
       const uint32_t id = c.ids[k];
-      if (id >= cap || kind_[id] != Registration::cells || !rangeHolds(range_[id], c.coord))
+      if (id >= cap || kind_[id] != Registration::cells || !rangeHolds(range_[id], c.coord) ||
+          layer_[id] != c.layer)
         return "member not registered in this cell" + where + at(id);
+      if (!dirty_[id] && static_[id] != c.layer) return "proxy in the wrong layer" + where + at(id);
       if (k > 0 && c.minX()[k - 1] > c.minX()[k]) return "cell not sorted on min x" + where;
       const Aabb& b = boxes_[id];
       if (dirty_[id]) continue;  // its keys are refreshed at the next update

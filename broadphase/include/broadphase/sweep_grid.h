@@ -55,6 +55,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bp {
@@ -92,6 +93,14 @@ struct CellRange {
 
 enum class Registration : uint8_t { none, cells, overflow };
 
+// Cells come in two layers with the same coordinates: moving proxies in one,
+// static proxies in the other, so a frame re-sorts and sweeps only moving
+// entries and never meets a static-static candidate. A moving cell is swept
+// against itself and against its static twin (the static cell at its
+// coordinates), if any.
+inline constexpr uint8_t kMovingLayer = 0;
+inline constexpr uint8_t kStaticLayer = 1;
+
 // A proxy's dirty state (SweepGrid::dirty_): not pending; pending and its
 // registration may change (added, removed, moved out of its cells, regrid);
 // pending and its new box still lies in exactly its registered cells, which
@@ -115,8 +124,10 @@ inline constexpr uint32_t kSweepPad = 8;
 // once); the padding of min x is +inf, the rest 0.
 struct SweepCell {
   CellCoord coord;
-  uint8_t dirty = 0;    // queued for refresh in the current update
-  uint8_t leaving = 0;  // a member left: compact before the refresh
+  uint8_t layer = 0;        // kMovingLayer or kStaticLayer: the kind of all members
+  uint8_t dirty = 0;        // queued for refresh in the current update
+  uint8_t leaving = 0;      // a member left: compact before the refresh
+  float maxExtentX = 0.0f;  // largest max x - min x of the members (after refresh)
   std::vector<uint32_t> ids;
   std::vector<float> keys;
   std::vector<uint8_t> flags;  // n + kSweepPad, padding 0
@@ -202,10 +213,10 @@ class SweepGrid {
   }
   void chooseCellSize();
   void regrid();
-  uint32_t findOrCreateCell(const CellCoord& c);
+  uint32_t findOrCreateCell(const CellCoord& c, uint8_t layer);
   void markCellDirty(uint32_t cell);
-  void markRangeDirty(const CellRange& r);
-  void markRangeLeaving(const CellRange& r, bool markDirty);
+  void markRangeDirty(const CellRange& r, uint8_t layer);
+  void markRangeLeaving(const CellRange& r, uint8_t layer, bool markDirty);
   void refreshCell(uint32_t cell);
   void removeEmptyCells();
   void recomputeGridBounds();
@@ -215,7 +226,8 @@ class SweepGrid {
   // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
   uint8_t dirtyStateFor(uint32_t index, const Aabb& box) const {
     // Before the first update there are no cells (side_ is 0): relink.
-    if (side_[0] == 0.0f || kind_[index] != Registration::cells) return kDirtyRelink;
+    if (side_[0] == 0.0f || kind_[index] != Registration::cells || layer_[index] != static_[index])
+      return kDirtyRelink;
 #if defined(__AVX2__)
     // rangeOf() and the compare, six lanes at once (lanes 6 and 7 are 0 == 0).
     const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
@@ -233,10 +245,12 @@ class SweepGrid {
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
   bool beginUpdate();
+  void refreshListedCells(Scheduler& scheduler);  // the cells in dirtyCells_
   void finishUpdate();
 
   // --- pairs (sweep_kernel.cpp)
   void sweepCell(uint32_t cell, PairBuffer& out) const;
+  void sweepCellAgainst(uint32_t movingCell, uint32_t staticCell, PairBuffer& out) const;
   void pairOverflowBox(uint32_t overflowSlot, PairBuffer& out) const;
   void pairOverflowSet(PairBuffer& out) const;
   template <class Flush>
@@ -264,6 +278,7 @@ class SweepGrid {
   std::vector<Registration> kind_;     // where the index is registered now
   std::vector<CellRange> range_;       // registered range (kind_ != none)
   std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
+  std::vector<uint8_t> layer_;         // layer registered in (kind_ == cells)
   std::vector<uint8_t> rangeChanged_;  // 1 during update(): left some cells
 
   std::vector<uint32_t> dirtyList_;  // indices added/moved/removed since update
@@ -273,10 +288,10 @@ class SweepGrid {
 
   std::vector<SweepCell> spareCells_;  // arrays of removed cells, reused by new ones
 
-  std::vector<CellCoord> emptyScratch_;  // removeEmptyCells scratch
-  CellMap map_;                          // coord -> slot in cells_
-  std::vector<uint32_t> dirtyCells_;     // cells to refresh in the current update
-  CellRange gridBounds_{};               // bounds of all cell coords (cells_ not empty)
+  std::vector<std::pair<CellCoord, uint8_t>> emptyScratch_;  // removeEmptyCells scratch
+  CellMap maps_[2];                                          // per layer: coord -> slot in cells_
+  std::vector<uint32_t> dirtyCells_;  // cells to refresh in the current update
+  CellRange gridBounds_{};            // bounds of all cell coords (cells_ not empty)
   bool gridBoundsStale_ = false;
   bool refreshAll_ = false;  // between beginUpdate and finishUpdate: every cell is dirty
 
@@ -317,8 +332,10 @@ bool SweepGrid::forEachCellInRange(const CellRange& r, Fn&& fn) const {
   for (int32_t x = lo[0]; x <= hi[0]; ++x)
     for (int32_t y = lo[1]; y <= hi[1]; ++y)
       for (int32_t z = lo[2]; z <= hi[2]; ++z) {
-        const uint32_t idx = map_.find(CellCoord{x, y, z});
-        if (idx != CellMap::kAbsent && !fn(cells_[idx].value)) return false;
+        for (const CellMap& map : maps_) {
+          const uint32_t idx = map.find(CellCoord{x, y, z});
+          if (idx != CellMap::kAbsent && !fn(cells_[idx].value)) return false;
+        }
       }
   return true;
 }
