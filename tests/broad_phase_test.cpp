@@ -451,9 +451,10 @@ TEST(BroadPhase, QueriesAfterTheLastStaticIsRemoved) {
 namespace bp {
 namespace {
 
-// `automatic` moves proxies between layouts as the share of moving proxies
-// changes; pairs stay exact and events report only real changes.
-TEST(BroadPhase, AutomaticLayoutSwitchesKeepPairsAndEvents) {
+// `automatic` as the share of moving proxies swings (statics and movers in
+// their own cell layers): pairs stay exact and events report only real
+// changes.
+TEST(BroadPhase, AutomaticKeepsPairsAndEventsAsTheMixChanges) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(0.0f, 40.0f);
   auto box = [&] { return Aabb::fromCenterExtent(Vec3(u(rng), u(rng), u(rng)), Vec3(2, 2, 2)); };
@@ -479,19 +480,19 @@ TEST(BroadPhase, AutomaticLayoutSwitchesKeepPairsAndEvents) {
     EXPECT_EQ(bp.validate(), "") << stage;
     return f.begun.size() + f.ended.size();
   };
-  for (int i = 0; i < 1500; ++i) addProxy(i % 20 != 0);  // 5 % moving: one tree
+  for (int i = 0; i < 1500; ++i) addProxy(i % 20 != 0);  // 5 % moving
   check("mostly static");
   EXPECT_EQ(check("again, nothing changed"), 0u);
-  for (int i = 0; i < 3000; ++i) addProxy(false);  // 68 % moving: split
+  for (int i = 0; i < 3000; ++i) addProxy(false);  // 68 % moving
   check("mostly moving");
-  EXPECT_EQ(check("after the switch, nothing changed"), 0u);
+  EXPECT_EQ(check("after the change, nothing changed"), 0u);
   for (size_t i = 1500; i < ids.size(); ++i) {  // remove the movers again
     bp.remove(ids[i]);
     live[i] = 0;
   }
   check("mostly static again");
-  EXPECT_EQ(check("after the switch back, nothing changed"), 0u);
-  // Rays see the world through whichever layout is current.
+  EXPECT_EQ(check("after the change back, nothing changed"), 0u);
+  // Rays see statics and movers alike.
   for (int r = 0; r < 50; ++r) {
     const Ray ray = makeRay(Vec3(u(rng), u(rng), u(rng)), Vec3(u(rng) - 20, u(rng) - 20, 1), 30);
     EXPECT_EQ(bp.castRay(ray), brute::castRayClosest(boxes, ray, live));

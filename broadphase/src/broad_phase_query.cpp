@@ -1,8 +1,6 @@
-// BroadPhase queries. Each one runs on every side that holds proxies and
-// merges in proxy indices, so results (including ties, which go to the lower
-// proxy index) are the same whichever structure is configured. They use the
-// structures' callback forms so that the filter is applied inside the
-// traversal and a clipped ray carries from one side to the next.
+// BroadPhase queries: the structure's callback forms, mapped to proxy indices
+// and filtered inside the traversal, so results (including ties, which go to
+// the lower proxy index) are the same whichever structure is configured.
 #include <broadphase/broad_phase.h>
 
 #include "broad_phase_side.h"
@@ -42,23 +40,14 @@ void castThrough(const Structure& s, const Ray& ray, Callback&& callback) {
 
 }  // namespace
 
-template <class Fn>
-void BroadPhase::forEachSide(Fn&& fn) const {
-  for (const auto& side : sides_)
-    if (side) fn(*side);
-}
-
 void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filter& filter) const {
   if (!isValid(box)) throwError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
-  bool go = true;
-  forEachSide([&](const Side& side) {
-    if (!go) return;
-    side.visit([&](const auto& s) {
-      s.queryBox(box, [&](uint32_t slot) {
-        const uint32_t p = side.outer[slot];
-        if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
-        return go = callback(p);
-      });
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.queryBox(box, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
+      return callback(p);
     });
   });
 }
@@ -67,45 +56,35 @@ void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
                             const Filter& filter) const {
   if (!isFinite(point) || !isWithinLimit(point))
     throwError(ErrorCode::invalidArgument, "queryPoint: point is not finite or beyond 2^24");
-  bool go = true;
-  forEachSide([&](const Side& side) {
-    if (!go) return;
-    side.visit([&](const auto& s) {
-      s.queryPoint(point, [&](uint32_t slot) {
-        const uint32_t p = side.outer[slot];
-        if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
-        return go = callback(p);
-      });
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.queryPoint(point, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
+      return callback(p);
     });
   });
 }
 
 namespace {
 
-// Closest or any hit over the sides of a BroadPhase, in proxy indices.
-template <class Sides, class Outer>
-RayHit castOne(const Sides& forEachSide, const Ray& ray, RayQuery kind, const Filter& filter,
-               const std::vector<ProxyDesc>& desc, Outer outerOf) {
+// Closest or any hit through a BroadPhase's structure, in proxy indices.
+template <class Side>
+RayHit castOne(const Side& side, const Ray& ray, RayQuery kind, const Filter& filter,
+               const std::vector<ProxyDesc>& desc) {
   RayHit best;
-  Ray r = ray;
-  bool stop = false;
-  forEachSide([&](const auto& side) {
-    if (stop) return;
-    side.visit([&](const auto& s) {
-      castThrough(s, r, [&](uint32_t slot, float t) -> float {
-        const uint32_t p = outerOf(side, slot);
-        if (p == kNullIndex || !filter.accepts(desc[p].filter)) return kInfinity;
-        const RayHit h{p, t};
-        if (kind == RayQuery::any) {
-          best = h;
-          stop = true;
-          return -1.0f;
-        }
-        if (!best.hit() || hitBefore(h, best)) best = h;
-        return best.t;  // clip: only hits at or before the best remain
-      });
+  side.visit([&](const auto& s) {
+    castThrough(s, ray, [&](uint32_t slot, float t) -> float {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(desc[p].filter)) return kInfinity;
+      const RayHit h{p, t};
+      if (kind == RayQuery::any) {
+        best = h;
+        return -1.0f;
+      }
+      if (!best.hit() || hitBefore(h, best)) best = h;
+      return best.t;  // clip: only hits at or before the best remain
     });
-    if (best.hit()) r.maxT = best.t;
   });
   return best;
 }
@@ -126,20 +105,18 @@ RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) 
   checkRay(ray, "castRay");
   if (kind == RayQuery::all)
     throwError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
-  return castOne([&](auto&& fn) { forEachSide(fn); }, ray, kind, filter, desc_,
-                 [](const Side& side, uint32_t slot) { return side.outer[slot]; });
+  return castOne(*structure_, ray, kind, filter, desc_);
 }
 
 void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter) const {
   checkRay(ray, "castRayAll");
   out.clear();
-  forEachSide([&](const Side& side) {
-    side.visit([&](const auto& s) {
-      s.castRay(ray, [&](uint32_t slot, float t) -> float {
-        const uint32_t p = side.outer[slot];
-        if (p != kNullIndex && filter.accepts(desc_[p].filter)) out.push_back({p, t});
-        return kInfinity;
-      });
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.castRay(ray, [&](uint32_t slot, float t) -> float {
+      const uint32_t p = side.outer[slot];
+      if (p != kNullIndex && filter.accepts(desc_[p].filter)) out.push_back({p, t});
+      return kInfinity;
     });
   });
   std::sort(out.begin(), out.end(), hitBefore);
@@ -147,22 +124,13 @@ void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filt
 
 void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length,
                          RayCallback callback, const Filter& filter) const {
-  Ray r = checkedRay(origin, direction, length, "castRay");
-  bool stop = false;
-  forEachSide([&](const Side& side) {
-    if (stop) return;
-    side.visit([&](const auto& s) {
-      castThrough(s, r, [&](uint32_t slot, float t) -> float {
-        const uint32_t p = side.outer[slot];
-        if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return kInfinity;
-        const float clip = callback(p, t);
-        if (clip < 0.0f) {
-          stop = true;
-          return clip;
-        }
-        r.maxT = std::min(r.maxT, clip);
-        return clip;
-      });
+  const Ray r = checkedRay(origin, direction, length, "castRay");
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    castThrough(s, r, [&](uint32_t slot, float t) -> float {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return kInfinity;
+      return callback(p, t);
     });
   });
 }
@@ -180,8 +148,7 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
   // Each ray writes only its own slot: the result is the same for any split.
   scheduler_->forEach(0, uint32_t(rays.size()), 256, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k)
-      out[k] = castOne([&](auto&& fn) { forEachSide(fn); }, rays[k], kind, filter, desc_,
-                       [](const Side& side, uint32_t slot) { return side.outer[slot]; });
+      out[k] = castOne(*structure_, rays[k], kind, filter, desc_);
   });
 }
 
@@ -192,34 +159,33 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
   if (k == 0) throwError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
   out.clear();
   std::vector<Neighbour> found;
-  forEachSide([&](const Side& side) {
-    // Fetch more until k accepted neighbours are in hand and the last one
-    // fetched is strictly farther than the k-th: then no tie at the boundary
-    // can be lost to the structure's own (slot) order.
-    uint32_t want = k;
-    const uint32_t total = side.proxyCount();
-    for (;;) {
-      side.visit([&](const auto& s) { s.nearest(point, want, found); });
-      uint32_t accepted = 0;
-      float kth = kInfinity;
-      auto usable = [&](const Neighbour& n) {
-        const uint32_t p = side.outer[n.proxy];
-        return p != kNullIndex && filter.accepts(desc_[p].filter);
-      };
-      for (const Neighbour& n : found)
-        if (usable(n) && ++accepted == k) {
-          kth = n.distanceSquared;
-          break;
-        }
-      const bool exhausted = found.size() < want || want >= total;
-      if (exhausted || (accepted == k && found.back().distanceSquared > kth)) break;
-      want = std::min<uint64_t>(uint64_t(want) * 2, total);
-    }
-    for (const Neighbour& n : found) {
+  const Side& side = *structure_;
+  // Fetch more until k accepted neighbours are in hand and the last one
+  // fetched is strictly farther than the k-th: then no tie at the boundary
+  // can be lost to the structure's own (slot) order.
+  uint32_t want = k;
+  const uint32_t total = side.proxyCount();
+  for (;;) {
+    side.visit([&](const auto& s) { s.nearest(point, want, found); });
+    uint32_t accepted = 0;
+    float kth = kInfinity;
+    auto usable = [&](const Neighbour& n) {
       const uint32_t p = side.outer[n.proxy];
-      if (p != kNullIndex && filter.accepts(desc_[p].filter)) out.push_back({p, n.distanceSquared});
-    }
-  });
+      return p != kNullIndex && filter.accepts(desc_[p].filter);
+    };
+    for (const Neighbour& n : found)
+      if (usable(n) && ++accepted == k) {
+        kth = n.distanceSquared;
+        break;
+      }
+    const bool exhausted = found.size() < want || want >= total;
+    if (exhausted || (accepted == k && found.back().distanceSquared > kth)) break;
+    want = std::min<uint64_t>(uint64_t(want) * 2, total);
+  }
+  for (const Neighbour& n : found) {
+    const uint32_t p = side.outer[n.proxy];
+    if (p != kNullIndex && filter.accepts(desc_[p].filter)) out.push_back({p, n.distanceSquared});
+  }
   std::sort(out.begin(), out.end(), neighbourBefore);
   if (out.size() > k) out.resize(k);
 }
@@ -237,20 +203,19 @@ RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec
   const float slack = 1e-4f * (1.0f + sweep.extent().maxCoeff());
   sweep = fatten(sweep, slack);
   RayHit best;
-  forEachSide([&](const Side& side) {
-    side.visit([&](const auto& s) {
-      s.queryBox(sweep, [&](uint32_t slot) {
-        const uint32_t p = side.outer[slot];
-        if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
-        const Aabb& b = s.box(slot);
-        const Aabb grown{b.min - halfExtent, b.max + halfExtent};
-        float t;
-        if (intersectRayAabb(ray, grown, t)) {
-          const RayHit h{p, t};
-          if (!best.hit() || hitBefore(h, best)) best = h;
-        }
-        return true;
-      });
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.queryBox(sweep, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
+      const Aabb& b = s.box(slot);
+      const Aabb grown{b.min - halfExtent, b.max + halfExtent};
+      float t;
+      if (intersectRayAabb(ray, grown, t)) {
+        const RayHit h{p, t};
+        if (!best.hit() || hitBefore(h, best)) best = h;
+      }
+      return true;
     });
   });
   return best;

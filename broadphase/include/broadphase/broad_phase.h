@@ -44,12 +44,12 @@ class SweepGrid;
 enum class Structure : uint8_t {
   bvh,        ///< one dynamic AABB tree (statics in a tree of their own inside it)
   sweep,      ///< one cell-partitioned sweep-and-prune
-  automatic,  ///< statics in a SAH-built tree; moving proxies in the cell sweep, or in the
-              ///< tree too when they are few (see docs/threading.md, "automatic")
+  automatic,  ///< the structure measured fastest for a frame's pairs: today the cell sweep,
+              ///< statics in cells of their own (see docs/threading.md, "automatic")
 };
 
 enum class MotionType : uint8_t {
-  staticBody,  ///< never moves (moving it is allowed but rebuilds the static tree)
+  staticBody,  ///< never moves (moving one is allowed: it re-sorts the static cells or subtree)
   kinematic,   ///< moved by the user; never paired with statics
   dynamic,     ///< simulated
 };
@@ -190,54 +190,33 @@ class BroadPhase {
   int threadCount() const { return scheduler_->threadCount(); }
 
  private:
-  struct Side;
-  // Where proxies live. bvhOnly and sweepOnly are the fixed structures; split
-  // (statics in a tree, moving proxies in the sweep) and bvhOnly are the two
-  // layouts `automatic` chooses between.
-  enum class Layout : uint8_t { bvhOnly, sweepOnly, split };
+  struct Side;  // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
   enum : uint8_t { kPendingAdd = 1, kInStructure = 2, kPendingMove = 4 };
 
   void checkLive(ProxyId id, const char* what) const;
-  void chooseLayout();
-  void relayout(Layout layout);
-  uint8_t sideForMotion(MotionType motion) const {
-    return (layout_ == Layout::split && motion == MotionType::staticBody) ? 1 : 0;
-  }
+  std::unique_ptr<Side> makeStructure() const;
+  void rebuild();
   void recordMove(uint32_t index, const Aabb& box);
-  Side& sideFor(MotionType motion);
   void applyPending();
-  Side* findRawPairs();
   bool accepts(uint32_t a, uint32_t b) const;
   void collectPairs(std::vector<ProxyPair>& out);
   void computeEvents();
-  uint32_t sideOf(uint32_t index) const { return side_[index]; }
-  template <class Fn>
-  void forEachSide(Fn&& fn) const;
 
   BroadPhaseConfig config_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Side> sides_[2];  ///< [0] moving (or everything), [1] statics in `automatic`
-  Layout layout_ = Layout::split;
-  uint32_t staticCount_ = 0;     ///< live static proxies (pending adds included)
-  uint32_t decidedAtCount_ = 0;  ///< live proxies when `automatic` last chose a layout
+  std::unique_ptr<Side> structure_;
 
   /// Per proxy, indexed by ProxyId::index (split fields: the hot loops touch
   /// only filter_/motion_/userData_).
   HandlePool pool_;
   std::vector<ProxyDesc> desc_;
-  std::vector<ProxyId> inner_;  ///< handle inside its side's structure
-  std::vector<uint8_t> side_;
+  std::vector<ProxyId> inner_;  ///< handle inside the structure
   std::vector<uint8_t> state_;
   std::vector<uint8_t> renewed_;  ///< removed (and maybe reused) since the last update
 
   std::vector<uint32_t> pendingAdds_;
   std::vector<uint32_t> pendingMoves_;
-  struct PendingRemove {
-    uint32_t index;
-    uint8_t side;
-    ProxyId inner;
-  };
-  std::vector<PendingRemove> pendingRemoves_;
+  std::vector<ProxyId> pendingRemoves_;  ///< handles inside the structure
   std::vector<uint32_t> renewedList_;
 
   std::vector<ProxyPair> pairs_, previous_, begun_, ended_;
