@@ -73,11 +73,14 @@ ProxyId BroadPhase::add(const ProxyDesc& desc) {
   const uint32_t i = id.index;
   if (i >= desc_.size()) {
     desc_.resize(i + 1);
+    userData_.resize(i + 1);
     inner_.resize(i + 1);
     state_.resize(i + 1, 0);
     renewed_.resize(i + 1, 0);
   }
   desc_[i] = desc;
+  userData_[i] = desc.userData;
+  special_ += isSpecial(desc.motion, desc.filter);
   state_[i] = kPendingAdd;
   pendingAdds_.push_back(i);
   return id;
@@ -120,6 +123,7 @@ void BroadPhase::remove(ProxyId id) {
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
   }
+  special_ -= isSpecial(desc_[i].motion, desc_[i].filter);
   state_[i] = 0;
   pool_.release(id);
 }
@@ -166,7 +170,9 @@ void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
 
 void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
   checkLive(id, "setFilter");
-  desc_[id.index].filter = filter;
+  ProxyDesc& d = desc_[id.index];
+  special_ += uint32_t(isSpecial(d.motion, filter)) - uint32_t(isSpecial(d.motion, d.filter));
+  d.filter = filter;
 }
 
 bool BroadPhase::contains(ProxyId id) const { return pool_.isLive(id); }
@@ -215,6 +221,7 @@ void BroadPhase::applyPending() {
 // Filters and motion rules: static-static never reaches here; kinematic-static
 // never pairs, kinematic-kinematic only on request.
 bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
+  if (special_ == 0) return true;  // default filters, no kinematic proxy: every pair stands
   const ProxyDesc& da = desc_[a];
   const ProxyDesc& db = desc_[b];
   if (!da.filter.accepts(db.filter)) return false;
@@ -240,7 +247,7 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
       uint32_t a = outer[raw[k].a];
       uint32_t b = outer[raw[k].b];
       if (a > b) std::swap(a, b);
-      if (accepts(a, b)) buf.push_back({a, b, desc_[a].userData, desc_[b].userData});
+      if (accepts(a, b)) buf.push_back({a, b, userData_[a], userData_[b]});
     }
   });
 
@@ -331,7 +338,7 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
       uint32_t a = outer[raw[k].a], b = outer[raw[k].b];
       if (a > b) std::swap(a, b);
       if (!accepts(a, b)) continue;
-      chunk[n++] = {a, b, desc_[a].userData, desc_[b].userData};
+      chunk[n++] = {a, b, userData_[a], userData_[b]};
       if (n == 256) {
         consume(std::span<const ProxyPair>(chunk, n));
         n = 0;
@@ -395,8 +402,9 @@ std::string BroadPhase::validate() const {
 
 size_t BroadPhase::memoryBytes() const {
   size_t bytes =
-      desc_.capacity() * sizeof(ProxyDesc) + inner_.capacity() * sizeof(ProxyId) +
-      state_.capacity() + renewed_.capacity() + pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
+      desc_.capacity() * sizeof(ProxyDesc) + userData_.capacity() * sizeof(uint64_t) +
+      inner_.capacity() * sizeof(ProxyId) + state_.capacity() + renewed_.capacity() +
+      pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
       (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *
           sizeof(uint32_t) +
       pendingRemoves_.capacity() * sizeof(ProxyId) +

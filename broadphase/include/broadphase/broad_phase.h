@@ -206,10 +206,19 @@ class BroadPhase {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Side> structure_;
 
-  /// Per proxy, indexed by ProxyId::index (split fields: the hot loops touch
-  /// only filter_/motion_/userData_).
+  /// Per proxy, indexed by ProxyId::index. userData_ repeats desc_'s user
+  /// data densely (8 bytes a proxy, not 56): the pair loop reads it for every
+  /// pair, in random order.
   HandlePool pool_;
   std::vector<ProxyDesc> desc_;
+  std::vector<uint64_t> userData_;
+  /// Live proxies with a non-default filter or kinematic motion; while 0,
+  /// every pair the structure reports stands and accepts() reads nothing.
+  uint32_t special_ = 0;
+  static bool isSpecial(MotionType motion, const Filter& f) {
+    return motion == MotionType::kinematic || f.category != Filter{}.category ||
+           f.mask != Filter{}.mask;
+  }
   std::vector<ProxyId> inner_;  ///< handle inside the structure
   std::vector<uint8_t> state_;
   std::vector<uint8_t> renewed_;  ///< removed (and maybe reused) since the last update
