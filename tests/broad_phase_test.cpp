@@ -533,3 +533,39 @@ TEST(BroadPhase, RemovedProxyIsNeverReportedByQueries) {
 
 }  // namespace
 }  // namespace bp
+
+namespace bp {
+namespace {
+
+// A filter changed after add() applies from the next update(), for every
+// structure, and changing it back restores the pair (ended, then begun).
+TEST(BroadPhase, SetFilterTakesEffectAtTheNextUpdate) {
+  for (Structure structure : kStructures) {
+    BroadPhase bp({.structure = structure, .threads = 1});
+    const Aabb box{Vec3(0, 0, 0), Vec3(2, 2, 2)};
+    const ProxyId a = bp.add({.box = box, .userData = 10});
+    const ProxyId b = bp.add({.box = box, .userData = 11});
+    const ProxyId c = bp.add({.box = Aabb{Vec3(50, 0, 0), Vec3(51, 1, 1)}});
+    EXPECT_EQ(bp.update().pairs.size(), 1u) << name(structure);
+    bp.setFilter(a, Filter{2, ~uint64_t(2)});  // rejects its own category only
+    bp.setFilter(b, Filter{2, ~uint64_t(0)});
+    const FramePairs& f = bp.update();
+    EXPECT_EQ(f.pairs.size(), 0u) << name(structure);
+    EXPECT_EQ(f.ended.size(), 1u) << name(structure);
+    bp.setFilter(a, Filter{});
+    EXPECT_EQ(bp.update().begun.size(), 1u) << name(structure);
+    // The last custom filter leaves with its proxy: the pair of the two
+    // defaults that remain is reported again.
+    bp.setFilter(a, Filter{4, 4});
+    EXPECT_EQ(bp.update().pairs.size(), 0u) << name(structure);
+    bp.remove(b);
+    const ProxyId d = bp.add({.box = box});
+    bp.setFilter(a, Filter{});
+    EXPECT_EQ(bp.update().pairs.size(), 1u) << name(structure);
+    EXPECT_EQ(bp.validate(), "");
+    (void)c, (void)d;
+  }
+}
+
+}  // namespace
+}  // namespace bp
