@@ -206,16 +206,15 @@ void BroadPhase::applyPending() {
   }
   pendingAdds_.clear();
 
-  side.moveIds.clear();
-  side.moveBoxes.clear();
-  for (uint32_t i : pendingMoves_) {
-    if (!(state_[i] & kPendingMove)) continue;  // removed since, or a duplicate
-    side.moveIds.push_back(inner_[i]);
-    side.moveBoxes.push_back(desc_[i].box);
-    state_[i] &= uint8_t(~kPendingMove);
-  }
+  // Handles and boxes were validated by move(): straight in, unchecked.
+  side.visit([&](auto& structure) {
+    for (uint32_t i : pendingMoves_) {
+      if (!(state_[i] & kPendingMove)) continue;  // removed since, or a duplicate
+      structure.moveUnchecked(inner_[i].index, desc_[i].box);
+      state_[i] &= uint8_t(~kPendingMove);
+    }
+  });
   pendingMoves_.clear();
-  if (!side.moveIds.empty()) side.moveBatch();
 }
 
 // Filters and motion rules: static-static never reaches here; kinematic-static

@@ -17,10 +17,8 @@ namespace bp {
 struct BroadPhase::Side {
   std::unique_ptr<Bvh> bvh;
   std::unique_ptr<SweepGrid> sweep;
-  std::vector<uint32_t> outer;   // structure slot -> proxy index (kNullIndex when free)
-  std::vector<Pair> pairs;       // this frame's pairs, in structure slots
-  std::vector<ProxyId> moveIds;  // this frame's batch, reused
-  std::vector<Aabb> moveBoxes;
+  std::vector<uint32_t> outer;  // structure slot -> proxy index (kNullIndex when free)
+  std::vector<Pair> pairs;      // this frame's pairs, in structure slots
 
   static std::unique_ptr<Side> makeBvh(const BroadPhaseConfig& c) {
     auto s = std::make_unique<Side>();
@@ -56,9 +54,6 @@ struct BroadPhase::Side {
     visit([&](auto& s) { s.remove(id); });
     outer[id.index] = kNullIndex;
   }
-  void moveBatch() {
-    visit([&](auto& s) { s.move(moveIds, moveBoxes); });
-  }
   void findPairs(Scheduler& scheduler) {
     visit([&](auto& s) { s.findPairs(scheduler, pairs); });
   }
@@ -77,8 +72,7 @@ struct BroadPhase::Side {
   }
   size_t memoryBytes() const {
     return visit([&](const auto& s) { return s.memoryBytes(); }) +
-           outer.capacity() * sizeof(uint32_t) + pairs.capacity() * sizeof(Pair) +
-           moveIds.capacity() * sizeof(ProxyId) + moveBoxes.capacity() * sizeof(Aabb);
+           outer.capacity() * sizeof(uint32_t) + pairs.capacity() * sizeof(Pair);
   }
 };
 

@@ -79,6 +79,10 @@ class Bvh {
   void remove(ProxyId id);
   void move(ProxyId id, const Aabb& box);
   void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);
+  // move() without checks, for a caller that validated the handle and the
+  // box already (BroadPhase, once per frame and proxy). Precondition: the
+  // index is live, the box isValid().
+  void moveUnchecked(uint32_t index, const Aabb& box) { applyMove(index, box); }
   bool contains(ProxyId id) const { return pool_.isLive(id); }
   const Aabb& box(uint32_t index) const;
   bool isStatic(uint32_t index) const;
