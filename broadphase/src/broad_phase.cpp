@@ -40,7 +40,6 @@ BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
     throwError(ErrorCode::invalidArgument, "unknown structure");
   scheduler_ = config.arena ? std::make_unique<Scheduler>(*config.arena)
                             : std::make_unique<Scheduler>(config.threads);
-  pairBuffers_ = std::make_unique<PerWorker<std::vector<ProxyPair>>>(scheduler_->threadCount());
   structure_ = makeStructure();
 }
 
@@ -236,32 +235,36 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
   Side& main = *structure_;
   main.findPairs(*scheduler_);
 
-  PerWorker<std::vector<ProxyPair>>& buffers = *pairBuffers_;
-  buffers.forEachSlot([](std::vector<ProxyPair>& b) { b.clear(); });
+  // Pair k of the structure becomes out[k]: fixed places, so the result does
+  // not depend on the thread count, and a structure whose slots map to
+  // proxies in order (no churn since it was built) hands over sorted pairs
+  // that need no sort. Pairs the filters reject are marked, then compacted.
   const std::vector<Pair>& raw = main.pairs;
   const std::vector<uint32_t>& outer = main.outer;
-  scheduler_->forEach(0, uint32_t(raw.size()), kPairGrain, [&](uint32_t begin, uint32_t end) {
-    std::vector<ProxyPair>& buf = buffers.local();
+  const uint32_t n = static_cast<uint32_t>(raw.size());
+  constexpr uint32_t kRejected = kNullIndex;
+  out.resize(n);
+  scheduler_->forEach(0, n, kPairGrain, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k) {
       uint32_t a = outer[raw[k].a];
       uint32_t b = outer[raw[k].b];
       if (a > b) std::swap(a, b);
-      if (accepts(a, b)) buf.push_back({a, b, userData_[a], userData_[b]});
+      out[k] = accepts(a, b) ? ProxyPair{a, b, userData_[a], userData_[b]}
+                             : ProxyPair{kRejected, kRejected, 0, 0};
     }
   });
-
-  size_t total = 0;
-  buffers.forEachSlot([&](std::vector<ProxyPair>& b) { total += b.size(); });
-  if (config_.maxPairs != 0 && total > config_.maxPairs)
+  if (special_ != 0)
+    out.erase(
+        std::remove_if(out.begin(), out.end(), [](const ProxyPair& p) { return p.a == kRejected; }),
+        out.end());
+  if (config_.maxPairs != 0 && out.size() > config_.maxPairs) {
+    const size_t total = out.size();
+    out.clear();
     throwError(ErrorCode::capacityExceeded,
                "update: " + std::to_string(total) +
                    " pairs exceed maxPairs = " + std::to_string(config_.maxPairs));
-  out.clear();
-  out.reserve(total);
-  buffers.forEachSlot(
-      [&](std::vector<ProxyPair>& b) { out.insert(out.end(), b.begin(), b.end()); });
-  // Keys are unique, so any sort gives the one canonical order: the result
-  // does not depend on how the work was split between threads.
+  }
+  // Keys are unique, so any sort gives the one canonical order.
   auto byKey = [](const ProxyPair& x, const ProxyPair& y) { return x.key() < y.key(); };
   if (!std::is_sorted(out.begin(), out.end(), byKey)) {
     if (out.size() < kPairGrain || scheduler_->threadCount() == 1)

@@ -229,9 +229,6 @@ class BroadPhase {
   std::vector<uint32_t> renewedList_;
 
   std::vector<ProxyPair> pairs_, previous_, begun_, ended_;
-  /// Per-worker pair buffers, kept across frames so that a steady state
-  /// allocates nothing (cleared, never shrunk).
-  std::unique_ptr<PerWorker<std::vector<ProxyPair>>> pairBuffers_;
   FramePairs frame_;
 };
 
