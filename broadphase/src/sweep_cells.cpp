@@ -321,7 +321,7 @@ void SweepGrid::recomputeGridBounds() {
 }
 
 void SweepGrid::update(Scheduler& scheduler) {
-  if (!beginUpdate()) return;
+  if (!beginUpdate(scheduler)) return;
   refreshListedCells(scheduler);
   if (refreshAll_)
     scheduler.forEach(0, static_cast<uint32_t>(cells_.size()), 64,
@@ -339,7 +339,50 @@ void SweepGrid::refreshListedCells(Scheduler& scheduler) {
                     });
 }
 
-bool SweepGrid::beginUpdate() {
+// Brings the registration of proxy i in line with its box (added, removed,
+// moved out of its cells, or regridded): leaves the cells it left, joins the
+// ones it entered, or moves to/from the overflow set. Cells are marked for
+// refresh unless every moving cell is refreshed anyway (refreshAll).
+void SweepGrid::relink(uint32_t i, bool refreshAll) {
+  const uint8_t newLayer = static_[i] ? kStaticLayer : kMovingLayer;
+  const bool mark = !refreshAll || newLayer == kStaticLayer;
+  const Registration oldKind = kind_[i];
+  const uint8_t oldLayer = layer_[i];
+  CellRange newRange{};
+  Registration newKind = Registration::none;
+  if (pool_.isLiveIndex(i)) {
+    newRange = rangeOf(boxes_[i]);
+    newKind = classify(newRange);
+  }
+  const CellRange& oldRange = range_[i];
+  const bool wasInCells = oldKind == Registration::cells && oldLayer == newLayer;
+  if (wasInCells && newKind == Registration::cells && oldRange == newRange) {
+    if (mark) markRangeDirty(newRange, newLayer);
+    return;
+  }
+  if (oldKind == Registration::cells) {
+    markRangeLeaving(oldRange, oldLayer, !refreshAll || oldLayer == kStaticLayer);
+    rangeChanged_[i] = 1;
+    changed_.push_back(i);
+  }
+  if (oldKind == Registration::overflow && newKind != Registration::overflow) removeFromOverflow(i);
+  if (newKind == Registration::cells) {
+    forEachCoord(newRange, [&](const CellCoord& c) {
+      if (wasInCells && rangeContains(oldRange, c)) return;
+      const uint32_t idx = findOrCreateCell(c, newLayer);
+      std::vector<uint32_t>& ids = cells_[idx].value.ids;
+      if (ids.size() == ids.capacity()) ids.reserve(ids.size() + ids.size() / 2 + 8);
+      ids.push_back(i);
+      if (mark) markCellDirty(idx);
+    });
+    layer_[i] = newLayer;
+  }
+  if (newKind == Registration::overflow && oldKind != Registration::overflow) addToOverflow(i);
+  kind_[i] = newKind;
+  if (newKind != Registration::none) range_[i] = newRange;
+}
+
+bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   if (dirtyList_.empty()) return false;
 
   // Pick (or re-pick, once the population has grown 8x) the cell size.
@@ -370,51 +413,44 @@ bool SweepGrid::beginUpdate() {
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
   const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
   refreshAll_ = refreshAll;
-  for (uint32_t k = 0; k < nd; ++k) {
-    const uint32_t i = dirtyList_[k];
-    const uint8_t state = dirty_[i];
-    dirty_[i] = 0;
-    const uint8_t newLayer = static_[i] ? kStaticLayer : kMovingLayer;
-    const bool mark = !refreshAll || newLayer == kStaticLayer;
-    if (state == kDirtyStayed) {  // then layer_[i] == newLayer
-      if (mark) markRangeDirty(range_[i], newLayer);
-      continue;
+  if (refreshAll) {
+    // Moving proxies that stayed need nothing but their flag cleared: that
+    // scan runs in parallel chunks, each listing the rest in its own stretch
+    // of relinkScratch_, which are then applied serially, chunk by chunk,
+    // i.e. in dirty-list order, as the serial loop would.
+    constexpr uint32_t kChunk = 8192;
+    const uint32_t chunks = (nd + kChunk - 1) / kChunk;
+    relinkScratch_.resize(nd);
+    relinkCounts_.resize(chunks);
+    scheduler.forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t c = begin; c < end; ++c) {
+        uint32_t* listed = relinkScratch_.data() + size_t(c) * kChunk;
+        uint32_t count = 0;
+        const uint32_t last = std::min(nd, (c + 1) * kChunk);
+        for (uint32_t k = c * kChunk; k < last; ++k) {
+          const uint32_t i = dirtyList_[k];
+          // A static that stayed still needs its (listed) cells refreshed:
+          // relink() marks them.
+          listed[count] = i;
+          count += (dirty_[i] != kDirtyStayed) | static_[i];
+          dirty_[i] = kDirtyNone;
+        }
+        relinkCounts_[c] = count;
+      }
+    });
+    for (uint32_t c = 0; c < chunks; ++c)
+      for (uint32_t k = 0; k < relinkCounts_[c]; ++k)
+        relink(relinkScratch_[size_t(c) * kChunk + k], true);
+  } else {
+    for (uint32_t k = 0; k < nd; ++k) {
+      const uint32_t i = dirtyList_[k];
+      const uint8_t state = dirty_[i];
+      dirty_[i] = kDirtyNone;
+      if (state == kDirtyStayed)  // then layer_[i] is its layer
+        markRangeDirty(range_[i], static_[i] ? kStaticLayer : kMovingLayer);
+      else
+        relink(i, false);
     }
-    const Registration oldKind = kind_[i];
-    const uint8_t oldLayer = layer_[i];
-    CellRange newRange{};
-    Registration newKind = Registration::none;
-    if (pool_.isLiveIndex(i)) {
-      newRange = rangeOf(boxes_[i]);
-      newKind = classify(newRange);
-    }
-    const CellRange& oldRange = range_[i];
-    const bool wasInCells = oldKind == Registration::cells && oldLayer == newLayer;
-    if (wasInCells && newKind == Registration::cells && oldRange == newRange) {
-      if (mark) markRangeDirty(newRange, newLayer);
-      continue;
-    }
-    if (oldKind == Registration::cells) {
-      markRangeLeaving(oldRange, oldLayer, !refreshAll || oldLayer == kStaticLayer);
-      rangeChanged_[i] = 1;
-      changed_.push_back(i);
-    }
-    if (oldKind == Registration::overflow && newKind != Registration::overflow)
-      removeFromOverflow(i);
-    if (newKind == Registration::cells) {
-      forEachCoord(newRange, [&](const CellCoord& c) {
-        if (wasInCells && rangeContains(oldRange, c)) return;
-        const uint32_t idx = findOrCreateCell(c, newLayer);
-        std::vector<uint32_t>& ids = cells_[idx].value.ids;
-        if (ids.size() == ids.capacity()) ids.reserve(ids.size() + ids.size() / 2 + 8);
-        ids.push_back(i);
-        if (mark) markCellDirty(idx);
-      });
-      layer_[i] = newLayer;
-    }
-    if (newKind == Registration::overflow && oldKind != Registration::overflow) addToOverflow(i);
-    kind_[i] = newKind;
-    if (newKind != Registration::none) range_[i] = newRange;
   }
   dirtyList_.clear();
 

@@ -399,7 +399,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   // overflow units read any cell, so they run after every cell is refreshed.
   // Static cells are refreshed first (they are listed), since moving cells
   // read their twins.
-  const bool pending = beginUpdate();
+  const bool pending = beginUpdate(scheduler);
   if (pending) refreshListedCells(scheduler);
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
   const CellMap& statics = maps_[kStaticLayer];

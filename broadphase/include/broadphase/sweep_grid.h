@@ -255,7 +255,8 @@ class SweepGrid {
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
-  bool beginUpdate();
+  bool beginUpdate(Scheduler& scheduler);
+  void relink(uint32_t index, bool refreshAll);
   void refreshListedCells(Scheduler& scheduler);  // the cells in dirtyCells_
   void finishUpdate();
 
@@ -313,7 +314,9 @@ class SweepGrid {
   uint32_t sizedForCount_ = 0;  // live count when the automatic size was picked
 
   // Scratch kept between frames so a steady state allocates nothing.
-  std::vector<uint32_t> changed_;  // indices with rangeChanged_ set
+  std::vector<uint32_t> changed_;        // indices with rangeChanged_ set
+  std::vector<uint32_t> relinkScratch_;  // beginUpdate: relinks found per chunk
+  std::vector<uint32_t> relinkCounts_;
   PerWorker<PairBuffer> pairBuffers_;
   std::vector<Pair> sortScratch_;
 };
