@@ -29,10 +29,11 @@ class StructureBackend final : public Backend {
     for (uint32_t i = 0; i < scene.n; ++i) bind(i, s_.add(scene.boxes[i], scene.isStatic[i] != 0));
     s_.update(scheduler);
   }
-  void move(std::span<const uint32_t> ids, std::span<const Aabb> boxes, Scheduler&) override {
+  void move(std::span<const uint32_t> ids, std::span<const Aabb> boxes,
+            Scheduler& scheduler) override {
     scratch_.resize(ids.size());
     for (size_t k = 0; k < ids.size(); ++k) scratch_[k] = handles_[ids[k]];
-    s_.move(std::span<const bp::ProxyId>(scratch_), boxes);
+    s_.move(std::span<const bp::ProxyId>(scratch_), boxes, scheduler);
   }
   void findPairs(Scheduler& scheduler, std::vector<Pair>& out) override {
     s_.findPairs(scheduler, out);

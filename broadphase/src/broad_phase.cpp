@@ -9,6 +9,7 @@
 #include <tbb/parallel_sort.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 namespace bp {
@@ -148,14 +149,22 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
   if (ids.size() != boxes.size())
     throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " handles but " +
                                                std::to_string(boxes.size()) + " boxes");
-  // Validate everything first (nothing changes if any entry is bad), then
-  // record without checking again: this is the per-frame hot path.
-  for (size_t k = 0; k < ids.size(); ++k) {
-    if (!pool_.isLive(ids[k])) checkLive(ids[k], "move");
-    if (!isValid(boxes[k]))
-      throwError(ErrorCode::invalidBox,
-                 "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
-  }
+  // Validate everything first (nothing changes if any entry is bad; the
+  // checks only read, so they run in parallel chunks), then record without
+  // checking again, in batch order: this is the per-frame hot path.
+  std::atomic<bool> bad{false};
+  scheduler_->forEach(0, uint32_t(ids.size()), 8192, [&](uint32_t begin, uint32_t end) {
+    bool good = true;
+    for (uint32_t k = begin; k < end; ++k) good &= pool_.isLive(ids[k]) && isValid(boxes[k]);
+    if (!good) bad.store(true, std::memory_order_relaxed);
+  });
+  if (bad.load(std::memory_order_relaxed))
+    for (size_t k = 0; k < ids.size(); ++k) {
+      checkLive(ids[k], "move");
+      if (!isValid(boxes[k]))
+        throwError(ErrorCode::invalidBox,
+                   "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+    }
   for (size_t k = 0; k < ids.size(); ++k) recordMove(ids[k].index, boxes[k]);
 }
 

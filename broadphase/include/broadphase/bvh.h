@@ -79,6 +79,10 @@ class Bvh {
   void remove(ProxyId id);
   void move(ProxyId id, const Aabb& box);
   void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);
+  // The contract's parallel form; the tree's batch move runs on this thread.
+  void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler&) {
+    move(ids, boxes);
+  }
   // move() without checks, for a caller that validated the handle and the
   // box already (BroadPhase, once per frame and proxy). Precondition: the
   // index is live, the box isValid().

@@ -161,6 +161,8 @@ class SweepGrid {
   void remove(ProxyId id);
   void move(ProxyId id, const Aabb& box);
   void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);
+  // The same, its checks in parallel tasks (the writes stay in batch order).
+  void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler& scheduler);
   // move() without checks, for a caller that validated the handle and the
   // box already (BroadPhase, once per frame and proxy). Precondition: the
   // index is live, the box isValid().
@@ -235,6 +237,7 @@ class SweepGrid {
   void removeFromOverflow(uint32_t index);
   void markDirty(uint32_t index);  // as kDirtyRelink
   // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
+  void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler);
   uint8_t dirtyStateFor(uint32_t index, const Aabb& box) const {
     // Before the first update there are no cells (side_ is 0): relink.
     if (side_[0] == 0.0f || kind_[index] != Registration::cells || layer_[index] != static_[index])
@@ -317,6 +320,7 @@ class SweepGrid {
   std::vector<uint32_t> changed_;        // indices with rangeChanged_ set
   std::vector<uint32_t> relinkScratch_;  // beginUpdate: relinks found per chunk
   std::vector<uint32_t> relinkCounts_;
+  std::vector<uint8_t> moveStates_;  // move(): each entry's new dirty state
   PerWorker<PairBuffer> pairBuffers_;
   std::vector<Pair> sortScratch_;
 };
