@@ -283,25 +283,65 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
   }
 }
 
+// begun = in this frame's list only, ended = in the last frame's only (or in
+// both but renewed: a proxy removed in between, its slot reused). Both lists
+// are sorted by key, so this is a merge; with workers and many pairs it runs
+// on key ranges in parallel (cut at this frame's chunk starts, found in the
+// last frame's list by binary search) and the pieces are joined in range
+// order: the same lists for any thread count.
 void BroadPhase::computeEvents() {
   begun_.clear();
   ended_.clear();
-  size_t i = 0, j = 0;
   const size_t np = previous_.size(), nc = pairs_.size();
-  while (i < np || j < nc) {
-    if (j == nc || (i < np && previous_[i].key() < pairs_[j].key())) {
-      ended_.push_back(previous_[i++]);
-    } else if (i == np || pairs_[j].key() < previous_[i].key()) {
-      begun_.push_back(pairs_[j++]);
-    } else {
-      // Same indices in both frames; a proxy removed in between (and its slot
-      // reused) makes them different pairs.
-      if (renewed_[pairs_[j].a] || renewed_[pairs_[j].b]) {
-        ended_.push_back(previous_[i]);
-        begun_.push_back(pairs_[j]);
+  const uint32_t chunks =
+      scheduler_->threadCount() > 1 && np + nc >= 4 * size_t(kPairGrain)
+          ? uint32_t(std::min<size_t>(4 * size_t(scheduler_->threadCount()), nc / kPairGrain + 1))
+          : 1;
+  auto merge = [&](size_t i, size_t iEnd, size_t j, size_t jEnd, std::vector<ProxyPair>& begun,
+                   std::vector<ProxyPair>& ended) {
+    while (i < iEnd || j < jEnd) {
+      if (j == jEnd || (i < iEnd && previous_[i].key() < pairs_[j].key())) {
+        ended.push_back(previous_[i++]);
+      } else if (i == iEnd || pairs_[j].key() < previous_[i].key()) {
+        begun.push_back(pairs_[j++]);
+      } else {
+        if (renewed_[pairs_[j].a] || renewed_[pairs_[j].b]) {
+          ended.push_back(previous_[i]);
+          begun.push_back(pairs_[j]);
+        }
+        ++i;
+        ++j;
       }
-      ++i;
-      ++j;
+    }
+  };
+  if (chunks == 1) {
+    merge(0, np, 0, nc, begun_, ended_);
+  } else {
+    eventChunks_.resize(chunks);
+    auto cut = [&](uint32_t c) {  // where chunk c starts in (previous_, pairs_)
+      if (c == chunks) return std::pair<size_t, size_t>(np, nc);
+      const size_t j = nc * c / chunks;
+      if (c == 0) return std::pair<size_t, size_t>(0, 0);
+      const uint64_t key = pairs_[j].key();
+      const size_t i =
+          size_t(std::lower_bound(previous_.begin(), previous_.end(), key,
+                                  [](const ProxyPair& p, uint64_t k) { return p.key() < k; }) -
+                 previous_.begin());
+      return std::pair<size_t, size_t>(i, j);
+    };
+    scheduler_->forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t c = begin; c < end; ++c) {
+        EventChunk& e = eventChunks_[c];
+        e.begun.clear();
+        e.ended.clear();
+        const auto [i, j] = cut(c);
+        const auto [iEnd, jEnd] = cut(c + 1);
+        merge(i, iEnd, j, jEnd, e.begun, e.ended);
+      }
+    });
+    for (const EventChunk& e : eventChunks_) {
+      begun_.insert(begun_.end(), e.begun.begin(), e.begun.end());
+      ended_.insert(ended_.end(), e.ended.begin(), e.ended.end());
     }
   }
   for (uint32_t r : renewedList_) renewed_[r] = 0;

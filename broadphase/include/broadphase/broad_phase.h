@@ -229,6 +229,11 @@ class BroadPhase {
   std::vector<uint32_t> renewedList_;
 
   std::vector<ProxyPair> pairs_, previous_, begun_, ended_;
+  /// computeEvents' per-range pieces, kept across frames (no allocation).
+  struct EventChunk {
+    std::vector<ProxyPair> begun, ended;
+  };
+  std::vector<EventChunk> eventChunks_;
   FramePairs frame_;
 };
 
