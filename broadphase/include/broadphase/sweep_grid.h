@@ -9,28 +9,37 @@
 //   SweepGridConfig::maxCellsPerProxy cells goes to the overflow set instead;
 //   overflow boxes find their pairs by querying the cells their box overlaps
 //   (and each other with a sweep of their own).
-// - Each cell keeps its members sorted by min x with the other bounds beside
-//   them (six SoA arrays padded with a +inf min x sentinel), and sweeps them:
-//   for each box scan forward while next.min.x <= this.max.x, eight candidates
-//   per step with AVX2 (x, y, z, the dedup and static rules all as lane masks;
-//   a scalar loop without AVX2). Static-static candidates are rejected in the
-//   mask, never reported.
+// - Cells come in two layers: moving proxies in one, statics in cells of their
+//   own at the same coordinates. A frame re-sorts only moving cells (and the
+//   static cells whose members changed); each moving cell is swept against
+//   itself and against its static twin, so static-static candidates never
+//   arise and a static entry is never visited for itself.
+// - Each cell keeps its members sorted by (min x, id) with the other bounds
+//   beside them (six SoA arrays padded with +inf min x sentinels), and sweeps
+//   them: for each box scan forward while next.min.x <= this.max.x, eight
+//   candidates per step with AVX2 (x, y, z and the dedup rule as lane masks,
+//   the passing ids packed and stored as pairs without a branch per pair; a
+//   scalar loop without AVX2).
 // - A pair found in several cells is reported only by the cell that holds the
 //   min corner of the two boxes' intersection: per axis that cell is
 //   max(lo_a, lo_b), i.e. one of the two boxes starts there. Each entry carries
 //   a 3-bit "starts here" mask, and the pair is reported when the OR of the two
 //   masks is 0b111. No global dedup pass, no hash set.
-// - Coherence: a cell keeps its order from the last update; moved boxes only
-//   get their keys refreshed and an insertion sort repairs the order (std::sort
-//   when the repair runs over budget). A box whose range of cells changed
-//   touches only the cells it leaves and enters.
+// - Coherence: a cell keeps its order from the last update; moved boxes get
+//   their keys regathered and an insertion sort on 8-byte (min x, id) keys
+//   repairs the order (std::sort when the repair runs over budget). A box
+//   whose range of cells changed touches only the cells it leaves and enters.
 // - All structural work is deferred to update(): add/move/remove only record
-//   the new box and mark the proxy dirty.
-// - Threads: update() and findPairs() run their per-proxy and per-cell work
-//   as Scheduler::forEach tasks; pairs go to per-worker buffers and are merged
-//   by a (parallel) radix sort on the unique pair key, so the sorted list is
-//   the same for any thread count. Queries are const and thread-safe between
-//   updates; rays walk the cells with a 3D DDA (sweep_query.cpp).
+//   the new box and mark the proxy dirty; the batch move also tells whether
+//   the box stays in its registered cells (most do), which then need no
+//   membership work.
+// - Threads: the batch move's checks, update()'s scan of the dirty proxies,
+//   the cell refreshes and sweeps (fused: a cell is refreshed by the task that
+//   sweeps it) run as Scheduler::forEach tasks; pairs go to per-worker buffers
+//   and are merged by a (parallel) radix sort on the unique pair key, so the
+//   sorted list is the same for any thread count. Membership changes are
+//   applied serially in dirty-list order. Queries are const and thread-safe
+//   between updates; rays walk the cells with a 3D DDA (sweep_query.cpp).
 #pragma once
 
 #include <broadphase/function_ref.h>
