@@ -276,6 +276,7 @@ void Bvh::rebuildTree(BvhTree& tree, Scheduler& scheduler) {
     Builder builder(items, tree, leafRef_, scheduler.threadCount());
     scheduler.run([&] { builder.build({0, count, 0, kNullIndex, 0}); });
   }
+  tree.ordered = true;  // depth-first numbering, see the top of this file
   tree.cost = computeCost(tree, scheduler);
   tree.costAtBuild = tree.cost;
 }

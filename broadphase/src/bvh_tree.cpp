@@ -73,6 +73,7 @@ void Bvh::insertLeaf(BvhTree& tree, uint32_t proxy) {
   const Aabb box = fat_[proxy];
   const uint32_t leaf = makeBvhLeaf(proxy);
   ++tree.leafCount;
+  tree.ordered = false;  // the new node goes wherever the allocator puts it
   if (tree.root == kNullIndex) {
     const uint32_t r = allocateNode(tree);
     setChild(tree, r, 0, leaf, box);

@@ -99,6 +99,23 @@ std::string Bvh::validate() const {
         }
       }
     }
+    if (tree.ordered && tree.root != kNullIndex) {
+      // Preorder (slot 0 before slot 1) must visit increasing node indices.
+      BvhStack<uint32_t> stack;
+      stack.push(tree.root);
+      uint32_t previous = 0;
+      bool first = true;
+      while (!stack.empty()) {
+        const uint32_t n = stack.pop();
+        if (!first && n <= previous)
+          return name + "ordered tree but node " + str(n) + " follows " + str(previous) +
+                 " in preorder";
+        first = false;
+        previous = n;
+        for (int s = 1; s >= 0; --s)
+          if (!isBvhLeaf(tree.nodes[n].child[s])) stack.push(tree.nodes[n].child[s]);
+      }
+    }
     if (leaves != tree.leafCount)
       return name + "leaf count " + str(tree.leafCount) + " but " + str(leaves) + " leaves";
     if (reachable + tree.freeNodes.size() != nodeCount)

@@ -138,6 +138,7 @@ class Bvh {
   void updateTree(BvhTree& tree, Scheduler& scheduler);
   void writeMovedSlots(BvhTree& tree, Scheduler& scheduler);
   void refit(BvhTree& tree, Scheduler& scheduler, bool everyNode);
+  void refitOrdered(BvhTree& tree, Scheduler& scheduler);
   double computeCost(const BvhTree& tree, Scheduler& scheduler);
 
   // bvh_build.cpp: full binned-SAH build of the tree's leaves and pending inserts.

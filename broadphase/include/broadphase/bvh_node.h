@@ -48,6 +48,12 @@ struct BvhTree {
   std::vector<uint32_t> freeNodes;
   uint32_t root = kNullIndex;
   uint32_t leafCount = 0;  // leaves in the tree, not counting pendingInserts
+  // The live nodes are in preorder (a node, its slot-0 subtree, its slot-1
+  // subtree), free nodes being holes: every subtree is a contiguous index
+  // range starting at its root, so a refit is one backward sweep. Set by a
+  // full build, kept by removals (a splice keeps the order), cleared by an
+  // incremental insert.
+  bool ordered = false;
 
   // Deferred work, consumed by Bvh::update().
   std::vector<uint32_t> pendingInserts;  // proxies added but not yet in the tree
