@@ -92,22 +92,18 @@ void Bvh::remove(ProxyId id) {
   pending_ = true;
 }
 
+// Branch-free: on scenes where every box moves, the signs of the motion and
+// the teleport test are random, and branches on them mispredicted half the time.
 Aabb Bvh::fatBoxAfterMove(const Aabb& oldBox, const Aabb& newBox) const {
   Aabb fat = fatten(newBox, config_.margin);
   if (!config_.extendByDisplacement) return fat;
-  const Vec3 d = newBox.min - oldBox.min;
-  const Vec3 size = newBox.extent();
-  for (int axis = 0; axis < 3; ++axis) {
-    // A jump longer than the box plus the margin is a teleport, not motion.
-    if (std::fabs(d[axis]) > size[axis] + 2.0f * config_.margin) return fat;
-  }
-  for (int axis = 0; axis < 3; ++axis) {
-    const float stretch = config_.displacementScale * d[axis];
-    if (stretch > 0.0f)
-      fat.max[axis] += stretch;
-    else
-      fat.min[axis] += stretch;
-  }
+  const Eigen::Array3f d = (newBox.min - oldBox.min).array();
+  const Eigen::Array3f size = newBox.extent().array();
+  // A jump longer than the box plus the margin is a teleport, not motion.
+  const bool teleport = (d.abs() > size + 2.0f * config_.margin).any();
+  const Eigen::Array3f stretch = (teleport ? 0.0f : config_.displacementScale) * d;
+  fat.max.array() += stretch.max(0.0f);
+  fat.min.array() += stretch.min(0.0f);
   return fat;
 }
 
