@@ -20,6 +20,8 @@ Bvh::Bvh(const BvhConfig& config) : config_(config) {
     throwError(ErrorCode::invalidArgument, "BvhConfig::rebuildRatio " +
                                                std::to_string(config.rebuildRatio) +
                                                " must be finite and > 1");
+  tight_ = config_.margin == 0.0f &&
+           (!config_.extendByDisplacement || config_.displacementScale == 0.0f);
 }
 
 void Bvh::checkLive(ProxyId id, const char* operation) const {
@@ -111,8 +113,12 @@ void Bvh::applyMove(uint32_t i, const Aabb& box) {
   const Aabb old = exact_[i];
   exact_[i] = box;
   pending_ = true;
-  if (bp::contains(fat_[i], box)) return;  // the tree is untouched
-  fat_[i] = isStatic_[i] ? box : fatBoxAfterMove(old, box);
+  if (tight_) {
+    fat_[i] = box;  // even a shrink: the slot must stay exact
+  } else {
+    if (bp::contains(fat_[i], box)) return;  // the tree is untouched
+    fat_[i] = isStatic_[i] ? box : fatBoxAfterMove(old, box);
+  }
   if (leafRef_[i] & kPendingInsert) return;  // the insert will read fat_
   if (movedPos_[i] == kNullIndex) {
     BvhTree& tree = treeOf(i);

@@ -77,6 +77,7 @@ struct PairWalk {
   const BvhNode* dynamicNodes;
   const BvhNode* staticNodes;
   const Aabb* exact;
+  bool exactSlots;  // leaf slots hold exact boxes (Bvh::tight_): no second test
 
   // One step of the recursion: children of `t` go to `push`, leaf pairs to `sink`.
   template <class Push>
@@ -106,7 +107,7 @@ struct PairWalk {
         if (!boxesOverlap(box, n.bounds[s])) continue;
         const uint32_t c = n.child[s];
         if (sink && isBvhLeaf(c)) {
-          if (boxesOverlap(box, exact[bvhLeafProxy(c)]))
+          if (exactSlots || boxesOverlap(box, exact[bvhLeafProxy(c)]))
             sink->emit(bvhLeafProxy(leaf), bvhLeafProxy(c));
         } else {
           push(aLeaf ? PairTask{t.a, c, t.kind} : PairTask{c, t.b, t.kind});
@@ -122,7 +123,7 @@ struct PairWalk {
         const uint32_t ca = na.child[i], cb = nb.child[j];
         if (sink && isBvhLeaf(ca) && isBvhLeaf(cb)) {
           const uint32_t p = bvhLeafProxy(ca), q = bvhLeafProxy(cb);
-          if (boxesOverlap(exact[p], exact[q])) sink->emit(p, q);
+          if (exactSlots || boxesOverlap(exact[p], exact[q])) sink->emit(p, q);
         } else {
           push({ca, cb, t.kind});
         }
@@ -157,7 +158,7 @@ void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
   pairBuffers_.forEachSlot([](std::vector<Pair>& b) { b.clear(); });
 
-  const PairWalk walk{dynamic_.nodes.data(), static_.nodes.data(), exact_.data()};
+  const PairWalk walk{dynamic_.nodes.data(), static_.nodes.data(), exact_.data(), tight_};
   std::vector<PairTask>& tasks = scratchTasks_;
   std::vector<PairTask>& next = scratchTasksNext_;
   tasks.clear();

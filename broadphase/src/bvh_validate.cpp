@@ -128,6 +128,9 @@ std::string Bvh::validate() const {
       return "proxy " + str(p) + (seen[p] ? " is in a tree but dead" : " is live but in no tree");
     if (pool_.isLiveIndex(p) && !bp::contains(fat_[p], exact_[p]))
       return "fat box of proxy " + str(p) + " does not contain its exact box";
+    if (tight_ && pool_.isLiveIndex(p) &&
+        !(fat_[p].min == exact_[p].min && fat_[p].max == exact_[p].max))
+      return "tight configuration but the fat box of proxy " + str(p) + " is not exact";
     if (!pool_.isLiveIndex(p) && movedPos_[p] != kNullIndex) return "dead proxy in a moved list";
   }
   if (pool_.liveCount() != dynamic_.leafCount + static_.leafCount + dynamic_.pendingInserts.size() +
