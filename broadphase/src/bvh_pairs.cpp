@@ -83,11 +83,13 @@ struct PairWalk {
   template <class Push>
   void step(const PairTask& t, Push&& push, PairSink* sink) const {
     if (t.kind == PairKind::self) {
+      // Pushed so that the slot-0 subtree pops first: it starts at the next
+      // node in memory (preorder), so the walk streams forward.
       const BvhNode& n = dynamicNodes[t.a];
-      if (!isBvhLeaf(n.child[0])) push({n.child[0], 0, PairKind::self});
-      if (!isBvhLeaf(n.child[1])) push({n.child[1], 0, PairKind::self});
       if (slotsOverlap(n.bounds[0], n.bounds[1]))
         push({n.child[0], n.child[1], PairKind::crossDynamic});
+      if (!isBvhLeaf(n.child[1])) push({n.child[1], 0, PairKind::self});
+      if (!isBvhLeaf(n.child[0])) push({n.child[0], 0, PairKind::self});
       return;
     }
     const BvhNode* bNodes = t.kind == PairKind::crossStatic ? staticNodes : dynamicNodes;
