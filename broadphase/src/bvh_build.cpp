@@ -243,9 +243,9 @@ void Bvh::rebuildTree(BvhTree& tree, Scheduler& scheduler) {
     if (node.parent == kBvhFreeNode) continue;
     for (int s = 0; s < 2; ++s)
       if (isBvhLeaf(node.child[s]) && node.child[s] != kBvhNullChild)
-        items.push_back({fat_[bvhLeafProxy(node.child[s])], bvhLeafProxy(node.child[s]), 0});
+        items.push_back({leafBox(bvhLeafProxy(node.child[s])), bvhLeafProxy(node.child[s]), 0});
   }
-  for (uint32_t p : tree.pendingInserts) items.push_back({fat_[p], p, 0});
+  for (uint32_t p : tree.pendingInserts) items.push_back({leafBox(p), p, 0});
   for (uint32_t p : tree.moved) movedPos_[p] = kNullIndex;
   tree.moved.clear();
   tree.dirtyNodes.clear();
@@ -286,6 +286,7 @@ double Bvh::qualityRatio(Scheduler& scheduler) const {
   // Build a copy of the dynamic tree from scratch and compare costs.
   Bvh fresh(config_);
   fresh.fat_ = fat_;
+  fresh.exact_ = exact_;
   fresh.leafRef_ = leafRef_;
   fresh.movedPos_ = movedPos_;
   fresh.dynamic_ = dynamic_;

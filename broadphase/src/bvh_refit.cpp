@@ -113,7 +113,7 @@ void Bvh::updateTree(BvhTree& tree, Scheduler& scheduler) {
 
   const bool everyNode = tree.moved.size() * kRefitAllDivisor > tree.leafCount;
   if (everyNode && tree.ordered && inserts == 0) {
-    // Most leaves moved: one backward sweep refits every node from fat_.
+    // Most leaves moved: one backward sweep refits every node from leafBoxes().
     for (uint32_t p : tree.moved) movedPos_[p] = kNullIndex;
     tree.moved.clear();
     tree.dirtyNodes.clear();
@@ -148,7 +148,7 @@ void Bvh::writeMovedSlots(BvhTree& tree, Scheduler& scheduler) {
                       for (uint32_t k = begin; k < end; ++k) {
                         const uint32_t p = moved[k];
                         const uint32_t ref = leafRef_[p];
-                        nodes[ref >> 1].bounds[ref & 1] = fat_[p];
+                        nodes[ref >> 1].bounds[ref & 1] = leafBox(p);
                       }
                     });
 }
@@ -193,7 +193,7 @@ void Bvh::refitOrdered(BvhTree& tree, Scheduler& scheduler) {
   tree.cost = 0;
   if (tree.root == kNullIndex) return;
   BvhNode* nodes = tree.nodes.data();
-  const Aabb* fat = fat_.data();
+  const Aabb* fat = leafBoxes();
 
   std::vector<uint32_t>& top = scratchTop_;
   std::vector<uint32_t>& frontier = scratchFrontier_;

@@ -70,7 +70,7 @@ bool worseCandidate(const SiblingCandidate& x, const SiblingCandidate& y) {
 // inherited growth) cannot beat the best cost found is not entered, so the
 // search is exact yet visits a few dozen nodes in practice.
 void Bvh::insertLeaf(BvhTree& tree, uint32_t proxy) {
-  const Aabb box = fat_[proxy];
+  const Aabb box = leafBox(proxy);
   const uint32_t leaf = makeBvhLeaf(proxy);
   ++tree.leafCount;
   tree.ordered = false;  // the new node goes wherever the allocator puts it

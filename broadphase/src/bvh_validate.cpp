@@ -17,8 +17,8 @@ std::string str(uint32_t v) { return std::to_string(v); }
 std::string Bvh::validate() const {
   if (std::string e = pool_.validate(); !e.empty()) return "handle pool: " + e;
   const uint32_t capacity = pool_.capacity();
-  if (exact_.size() != capacity || fat_.size() != capacity || leafRef_.size() != capacity ||
-      movedPos_.size() != capacity || isStatic_.size() != capacity)
+  if (exact_.size() != capacity || fat_.size() != (tight_ ? 0 : capacity) ||
+      leafRef_.size() != capacity || movedPos_.size() != capacity || isStatic_.size() != capacity)
     return "per-proxy arrays differ in size from the pool capacity";
 
   std::vector<uint8_t> seen(capacity, 0);  // 1: found as a leaf, 2: as a pending insert
@@ -79,10 +79,10 @@ std::string Bvh::validate() const {
             ++leaves;
             if ((isStatic_[p] != 0) != (treeIndex == 1)) return name + "proxy in the wrong tree";
             if (leafRef_[p] != ref) return name + "leafRef of proxy " + str(p) + " is wrong";
-            if (!bp::contains(fat_[p], exact_[p]))
+            if (!bp::contains(leafBox(p), exact_[p]))
               return name + "fat box of proxy " + str(p) + " does not contain its exact box";
             if (movedPos_[p] == kNullIndex &&
-                !(node.bounds[s].min == fat_[p].min && node.bounds[s].max == fat_[p].max))
+                !(node.bounds[s].min == leafBox(p).min && node.bounds[s].max == leafBox(p).max))
               return name + "slot box of proxy " + str(p) + " differs from its fat box";
             continue;
           }
@@ -126,11 +126,8 @@ std::string Bvh::validate() const {
   for (uint32_t p = 0; p < capacity; ++p) {
     if (pool_.isLiveIndex(p) != (seen[p] != 0))
       return "proxy " + str(p) + (seen[p] ? " is in a tree but dead" : " is live but in no tree");
-    if (pool_.isLiveIndex(p) && !bp::contains(fat_[p], exact_[p]))
+    if (pool_.isLiveIndex(p) && !bp::contains(leafBox(p), exact_[p]))
       return "fat box of proxy " + str(p) + " does not contain its exact box";
-    if (tight_ && pool_.isLiveIndex(p) &&
-        !(fat_[p].min == exact_[p].min && fat_[p].max == exact_[p].max))
-      return "tight configuration but the fat box of proxy " + str(p) + " is not exact";
     if (!pool_.isLiveIndex(p) && movedPos_[p] != kNullIndex) return "dead proxy in a moved list";
   }
   if (pool_.liveCount() != dynamic_.leafCount + static_.leafCount + dynamic_.pendingInserts.size() +

@@ -126,6 +126,10 @@ class Bvh {
   static constexpr uint32_t kPendingInsert = 0x80000000u;
 
   BvhTree& treeOf(uint32_t index) { return isStatic_[index] ? static_ : dynamic_; }
+  // The box a leaf slot must hold: the fat box, or the exact box when tight
+  // (fat_ is then left empty: no second copy to write on every move).
+  const Aabb* leafBoxes() const { return tight_ ? exact_.data() : fat_.data(); }
+  const Aabb& leafBox(uint32_t index) const { return leafBoxes()[index]; }
   void checkLive(ProxyId id, const char* operation) const;
   void checkNoPending(const char* operation) const;
   Aabb fatBoxAfterMove(const Aabb& oldBox, const Aabb& newBox) const;
@@ -167,7 +171,7 @@ class Bvh {
 
   // Per proxy index. exact_ is what pairs and queries test; fat_ is the box of
   // the proxy's leaf slot (kept here too so that a move is checked without
-  // touching the node).
+  // touching the node); empty when tight_, see leafBox().
   std::vector<Aabb> exact_;
   std::vector<Aabb> fat_;
   std::vector<uint32_t> leafRef_;   // node << 1 | slot, or kPendingInsert | position
