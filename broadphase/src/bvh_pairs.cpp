@@ -105,8 +105,11 @@ struct PairWalk {
       const uint32_t leaf = aLeaf ? t.a : t.b;
       const Aabb& box = exact[bvhLeafProxy(leaf)];
       const BvhNode& n = aLeaf ? bNodes[t.b] : dynamicNodes[t.a];
-      for (int s = 0; s < 2; ++s) {
-        if (!boxesOverlap(box, n.bounds[s])) continue;
+      unsigned mask = unsigned(boxesOverlap(box, n.bounds[0])) |
+                      unsigned(boxesOverlap(box, n.bounds[1])) << 1;
+      while (mask) {
+        const int s = __builtin_ctz(mask);
+        mask &= mask - 1;
         const uint32_t c = n.child[s];
         if (sink && isBvhLeaf(c)) {
           if (exactSlots || boxesOverlap(box, exact[bvhLeafProxy(c)]))
@@ -119,17 +122,23 @@ struct PairWalk {
     }
     const BvhNode& na = dynamicNodes[t.a];
     const BvhNode& nb = bNodes[t.b];
-    for (int i = 0; i < 2; ++i)
-      for (int j = 0; j < 2; ++j) {
-        if (!slotsOverlap(na.bounds[i], nb.bounds[j])) continue;
-        const uint32_t ca = na.child[i], cb = nb.child[j];
-        if (sink && isBvhLeaf(ca) && isBvhLeaf(cb)) {
-          const uint32_t p = bvhLeafProxy(ca), q = bvhLeafProxy(cb);
-          if (exactSlots || boxesOverlap(exact[p], exact[q])) sink->emit(p, q);
-        } else {
-          push({ca, cb, t.kind});
-        }
+    // The four tests first, then a loop over the hits: one loop exit to
+    // predict instead of four coin-flip branches.
+    unsigned mask = unsigned(slotsOverlap(na.bounds[0], nb.bounds[0])) |
+                    unsigned(slotsOverlap(na.bounds[0], nb.bounds[1])) << 1 |
+                    unsigned(slotsOverlap(na.bounds[1], nb.bounds[0])) << 2 |
+                    unsigned(slotsOverlap(na.bounds[1], nb.bounds[1])) << 3;
+    while (mask) {
+      const int bit = __builtin_ctz(mask);
+      mask &= mask - 1;
+      const uint32_t ca = na.child[bit >> 1], cb = nb.child[bit & 1];
+      if (sink && isBvhLeaf(ca) && isBvhLeaf(cb)) {
+        const uint32_t p = bvhLeafProxy(ca), q = bvhLeafProxy(cb);
+        if (exactSlots || boxesOverlap(exact[p], exact[q])) sink->emit(p, q);
+      } else {
+        push({ca, cb, t.kind});
       }
+    }
   }
 
   void run(const PairTask& task, BvhStack<PairTask>& stack, PairSink& sink) const {
