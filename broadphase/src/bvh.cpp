@@ -200,7 +200,7 @@ size_t Bvh::memoryBytes() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   size_t total = bytes(exact_) + bytes(fat_) + bytes(leafRef_) + bytes(movedPos_) +
                  bytes(isStatic_) + bytes(scratchTop_) + bytes(scratchFrontier_) +
-                 bytes(bucketStart_) + bytes(bucketCursor_);
+                 bytes(bucketStart_) + bytes(bucketCursor_) + bytes(scratchPairs_);
   // The pool holds a generation (4), a live flag (1) and at most one free
   // entry (4) per slot.
   total += size_t(pool_.capacity()) * 9;

@@ -157,6 +157,7 @@ class Bvh {
   void collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
                     FunctionRef<void(std::span<const Pair>)>* consume);
   void sortPairs(Scheduler& scheduler, std::vector<Pair>& out);  // bvh_pair_sort.cpp
+  void radixSortSerial(std::vector<Pair>& out);
 
   // bvh_query.cpp
   RayHit castRayUnchecked(const Ray& ray, RayQuery kind) const;
@@ -192,7 +193,8 @@ class Bvh {
   std::vector<double> scratchCost_;
   std::vector<PairTask> scratchTasks_, scratchTasksNext_;
   std::vector<uint32_t> bucketStart_;   // pair sort: first pair of each a
-  std::vector<uint32_t> bucketCursor_;  // pair sort: next free slot of each a
+  std::vector<uint32_t> bucketCursor_;  // pair sort: next free slot of each a (or b)
+  std::vector<Pair> scratchPairs_;      // pair sort: the list sorted by b
 };
 
 }  // namespace bp
