@@ -163,7 +163,25 @@ void Bvh::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
                    "Bvh::move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
     }
   }
-  for (size_t k = 0; k < ids.size(); ++k) applyMove(ids[k].index, boxes[k]);
+  if (!tight_) {
+    for (size_t k = 0; k < ids.size(); ++k) applyMove(ids[k].index, boxes[k]);
+    return;
+  }
+  // applyMove() for tight mode, with the loop-invariant parts hoisted: the
+  // whole frame's moves go through here on the standard scenes.
+  pending_ = true;
+  Aabb* exact = exact_.data();
+  const uint32_t* leafRef = leafRef_.data();
+  uint32_t* movedPos = movedPos_.data();
+  const uint8_t* isStatic = isStatic_.data();
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const uint32_t i = ids[k].index;
+    exact[i] = boxes[k];
+    if ((leafRef[i] & kPendingInsert) || movedPos[i] != kNullIndex) continue;
+    std::vector<uint32_t>& moved = isStatic[i] ? static_.moved : dynamic_.moved;
+    movedPos[i] = static_cast<uint32_t>(moved.size());
+    moved.push_back(i);
+  }
 }
 
 const Aabb& Bvh::box(uint32_t index) const {

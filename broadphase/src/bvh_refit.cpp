@@ -3,6 +3,9 @@
 //   2. refit the ancestors that changed, in one parallel pass;
 //   3. insert a few new leaves, or rebuild when many arrived;
 //   4. rebuild when the SAH cost drifted past rebuildRatio x the built cost.
+// When most leaves moved and the tree is still in build (preorder) order,
+// 1 and 2 are one backward sweep over each subtree's index range that reads
+// the leaf boxes directly and sums the SAH cost on the way (refitOrdered).
 // Every decision depends only on the tree and the operations, never on the
 // thread count, so the trees (and "any"-hit ray answers) are deterministic.
 #include <broadphase/bvh.h>
