@@ -224,7 +224,7 @@ size_t Bvh::memoryBytes() const {
   total += size_t(pool_.capacity()) * 9;
   for (const BvhTree* t : {&dynamic_, &static_})
     total += bytes(t->nodes) + bytes(t->freeNodes) + bytes(t->pendingInserts) + bytes(t->moved) +
-             bytes(t->dirtyNodes);
+             bytes(t->dirtyNodes) + bytes(t->wide) + bytes(t->wideSlot);
   for (int w = 0; w < pairBuffers_.size(); ++w) total += bytes(pairBuffers_[w]);
   return total;
 }

@@ -256,6 +256,7 @@ void Bvh::rebuildTree(BvhTree& tree, Scheduler& scheduler) {
   tree.leafCount = count;
   tree.insertsSinceBuild = 0;
   ++tree.rebuildCount;
+  tree.wideValid = false;
   if (count == 0) {
     tree.nodes.clear();
     tree.root = kNullIndex;

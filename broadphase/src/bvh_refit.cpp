@@ -12,6 +12,7 @@
 #include <broadphase/bvh_stack.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace bp {
 
@@ -73,6 +74,16 @@ inline float refitNodeFromLeaves(BvhNode* nodes, const Aabb* fat, uint32_t n) {
   return surfaceArea(merge(node.bounds[0], node.bounds[1]));
 }
 
+// Copies both slot boxes of binary node n, just refit, to their wide slots
+// (the sink for a slot whose node was pulled up): no branch, no other read.
+inline void copyToWide(BvhWideNode* wide, const uint32_t* wideSlot, const BvhNode& node,
+                       uint32_t n) {
+  for (int s = 0; s < 2; ++s) {
+    const uint32_t target = wideSlot[2 * n + s];
+    setWideBox(wide[target >> 2], int(target & 3), node.bounds[s]);
+  }
+}
+
 // The last node of the subtree at r in preorder: keep taking the slot-1
 // subtree, or the slot-0 one when slot 1 is a leaf.
 uint32_t lastInPreorder(const BvhNode* nodes, uint32_t r) {
@@ -124,6 +135,7 @@ void Bvh::updateTree(BvhTree& tree, Scheduler& scheduler) {
     if (tree.cost > double(config_.rebuildRatio) * tree.costAtBuild) rebuildTree(tree, scheduler);
     return;
   }
+  tree.wideValid = false;  // the refits below leave the wide copy behind
   writeMovedSlots(tree, scheduler);
   if (!everyNode)
     for (uint32_t p : tree.moved) markAncestorsDirty(tree.nodes.data(), leafRef_[p] >> 1);
@@ -197,6 +209,9 @@ void Bvh::refitOrdered(BvhTree& tree, Scheduler& scheduler) {
   if (tree.root == kNullIndex) return;
   BvhNode* nodes = tree.nodes.data();
   const Aabb* fat = leafBoxes();
+  // The wide copy follows along when it is in step with the tree.
+  BvhWideNode* wide = tree.wide.data();
+  const uint32_t* wideSlot = tree.wideValid ? tree.wideSlot.data() : nullptr;
 
   std::vector<uint32_t>& top = scratchTop_;
   std::vector<uint32_t>& frontier = scratchFrontier_;
@@ -215,20 +230,33 @@ void Bvh::refitOrdered(BvhTree& tree, Scheduler& scheduler) {
   }
   std::vector<double>& partial = scratchCost_;
   partial.assign(frontier.size(), 0.0);
-  scheduler.forEach(0, static_cast<uint32_t>(frontier.size()), 1,
-                    [&](uint32_t begin, uint32_t end) {
-                      for (uint32_t k = begin; k < end; ++k) {
-                        const uint32_t first = frontier[k];
-                        double sum = 0;
-                        for (uint32_t n = lastInPreorder(nodes, first) + 1; n-- > first;)
-                          if (nodes[n].parent != kBvhFreeNode)
-                            sum += refitNodeFromLeaves(nodes, fat, n);
-                        partial[k] = sum;
-                      }
-                    });
+  // Two instances of the sweep, so that the one without copies has no test.
+  auto sweep = [&](auto copyWide) {
+    scheduler.forEach(0, static_cast<uint32_t>(frontier.size()), 1,
+                      [&](uint32_t begin, uint32_t end) {
+                        for (uint32_t k = begin; k < end; ++k) {
+                          const uint32_t first = frontier[k];
+                          double sum = 0;
+                          for (uint32_t n = lastInPreorder(nodes, first) + 1; n-- > first;)
+                            if (nodes[n].parent != kBvhFreeNode) {
+                              sum += refitNodeFromLeaves(nodes, fat, n);
+                              if constexpr (decltype(copyWide)::value)
+                                copyToWide(wide, wideSlot, nodes[n], n);
+                            }
+                          partial[k] = sum;
+                        }
+                      });
+  };
+  if (wideSlot)
+    sweep(std::true_type{});
+  else
+    sweep(std::false_type{});
   double total = 0;
   for (double p : partial) total += p;
-  for (size_t k = top.size(); k-- > 0;) total += refitNodeFromLeaves(nodes, fat, top[k]);
+  for (size_t k = top.size(); k-- > 0;) {
+    total += refitNodeFromLeaves(nodes, fat, top[k]);
+    if (wideSlot) copyToWide(wide, wideSlot, nodes[top[k]], top[k]);
+  }
   tree.cost = total;
 }
 

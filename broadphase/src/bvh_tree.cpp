@@ -74,6 +74,7 @@ void Bvh::insertLeaf(BvhTree& tree, uint32_t proxy) {
   const uint32_t leaf = makeBvhLeaf(proxy);
   ++tree.leafCount;
   tree.ordered = false;  // the new node goes wherever the allocator puts it
+  tree.wideValid = false;
   if (tree.root == kNullIndex) {
     const uint32_t r = allocateNode(tree);
     setChild(tree, r, 0, leaf, box);
@@ -154,6 +155,7 @@ void Bvh::removeLeaf(BvhTree& tree, uint32_t proxy) {
   const Aabb siblingBox = tree.nodes[n].bounds[other];
   const uint32_t parentRef = tree.nodes[n].parent;
   --tree.leafCount;
+  tree.wideValid = false;
 
   if (parentRef == kNullIndex) {  // n is the root
     if (sibling == kBvhNullChild) {

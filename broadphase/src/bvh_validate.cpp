@@ -64,6 +64,24 @@ std::string Bvh::validate() const {
         for (int s = 0; s < 2; ++s) {
           const uint32_t c = node.child[s];
           const uint32_t ref = (n << 1) | uint32_t(s);
+          if (tree.wideValid && c != kBvhNullChild) {
+            // The wide copy holds this slot's box (unless it is the sink's).
+            if (tree.wideSlot.size() != 2 * nodeCount || tree.wide.empty())
+              return name + "wide copy sized for another tree";
+            const uint32_t target = tree.wideSlot[2 * n + uint32_t(s)];
+            const uint32_t w = target >> 2, k = target & 3;
+            if (w >= tree.wide.size()) return name + "wide slot out of range";
+            if (w + 1 < tree.wide.size()) {
+              const BvhWideNode& wn = tree.wide[w];
+              const Aabb& b = node.bounds[s];
+              if (wn.minX[k] != b.min.x() || wn.minY[k] != b.min.y() || wn.minZ[k] != b.min.z() ||
+                  wn.maxX[k] != b.max.x() || wn.maxY[k] != b.max.y() || wn.maxZ[k] != b.max.z())
+                return name + "wide copy of node " + str(n) + " slot " + str(uint32_t(s)) +
+                       " differs from the slot";
+              if (isBvhLeaf(c) && wn.child[k] != c)
+                return name + "wide copy of node " + str(n) + " names another leaf";
+            }
+          }
           if (c == kBvhNullChild) {
             if (n != tree.root || s != 1) return name + "null child outside the root's slot 1";
             if (overlaps(node.bounds[s], node.bounds[s]))

@@ -22,8 +22,10 @@
 // findPairs walks the dynamic tree against itself and against the static
 // tree simultaneously (each pair met once, at its lowest common ancestor),
 // in tasks with per-worker buffers, then sorts by (a, b) with a counting sort
-// on a: the same list for any thread count. Queries walk both trees with an
-// explicit, growing stack, nearest child first.
+// on a: the same list for any thread count. In tight mode, when there are
+// enough pairs per moving proxy to pay for it, the walk runs over 4-wide
+// copies of the trees (BvhWideNode) that the ordered refit keeps current. Queries walk both trees
+// with an explicit, growing stack, nearest child first.
 #pragma once
 
 #include <broadphase/bvh_node.h>
@@ -153,6 +155,9 @@ class Bvh {
   // bvh_build.cpp: full binned-SAH build of the tree's leaves and pending inserts.
   void rebuildTree(BvhTree& tree, Scheduler& scheduler);
 
+  // bvh_wide.cpp: the 4-wide copy of a tree that the tight pair walk uses.
+  void collapseWide(BvhTree& tree) const;
+
   // bvh_pairs.cpp
   void collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
                     FunctionRef<void(std::span<const Pair>)>* consume);
@@ -168,6 +173,9 @@ class Bvh {
   // after update() (a move of any kind rewrites it), so the pair walk takes
   // a slot test between two leaves as the exact test and never reads exact_.
   bool tight_ = false;
+  // Tight mode: findPairs walks the 4-wide copies of the trees (see
+  // bvh_pairs.cpp for when it is worth it).
+  bool wideWalk_ = true;
   HandlePool pool_;
 
   // Per proxy index. exact_ is what pairs and queries test; fat_ is the box of
