@@ -210,17 +210,18 @@ struct WideWalk {
     if (t.kind == PairKind::self) {
       const BvhWideNode& w = dynamicNodes[t.a];
       // Pairs between the slots, then each slot's own subtree.
-      for (int i = 0; i < 3 && w.child[i + 1] != kBvhNullChild; ++i) {
-        unsigned mask = slotMask(w, i, w) & (0xEu << i) & 0xFu;  // slots after i
-        while (mask) {
-          const int j = __builtin_ctz(mask);
-          mask &= mask - 1;
-          const uint32_t ci = w.child[i], cj = w.child[j];
-          if (sink && isBvhLeaf(ci) && isBvhLeaf(cj))
-            sink->emit(bvhLeafProxy(ci), bvhLeafProxy(cj));
-          else
-            push({ci, cj, PairKind::crossDynamic});
-        }
+      // Bit 4i + j: slot i overlaps slot j > i. All tests first, then one
+      // loop over the hits (empty slots never overlap).
+      unsigned mask = (slotMask(w, 0, w) & 0xEu) | (slotMask(w, 1, w) & 0xCu) << 4 |
+                      (slotMask(w, 2, w) & 0x8u) << 8;
+      while (mask) {
+        const int bit = __builtin_ctz(mask);
+        mask &= mask - 1;
+        const uint32_t ci = w.child[bit >> 2], cj = w.child[bit & 3];
+        if (sink && isBvhLeaf(ci) && isBvhLeaf(cj))
+          sink->emit(bvhLeafProxy(ci), bvhLeafProxy(cj));
+        else
+          push({ci, cj, PairKind::crossDynamic});
       }
       for (int k = 4; k-- > 0;)
         if (!isBvhLeaf(w.child[k])) push({w.child[k], 0, PairKind::self});
@@ -252,18 +253,18 @@ struct WideWalk {
     }
     const BvhWideNode& wa = dynamicNodes[t.a];
     const BvhWideNode& wb = bNodes[t.b];
-    for (int i = 0; i < 4 && wa.child[i] != kBvhNullChild; ++i) {
-      unsigned mask = slotMask(wa, i, wb);
-      const uint32_t ca = wa.child[i];
-      while (mask) {
-        const int j = __builtin_ctz(mask);
-        mask &= mask - 1;
-        const uint32_t cb = wb.child[j];
-        if (sink && isBvhLeaf(ca) && isBvhLeaf(cb))
-          sink->emit(bvhLeafProxy(ca), bvhLeafProxy(cb));
-        else
-          push({ca, cb, t.kind});
-      }
+    // Bit 4i + j: slot i of a overlaps slot j of b. All sixteen tests first,
+    // then one loop over the hits (empty slots never overlap).
+    unsigned mask = slotMask(wa, 0, wb) | slotMask(wa, 1, wb) << 4 | slotMask(wa, 2, wb) << 8 |
+                    slotMask(wa, 3, wb) << 12;
+    while (mask) {
+      const int bit = __builtin_ctz(mask);
+      mask &= mask - 1;
+      const uint32_t ca = wa.child[bit >> 2], cb = wb.child[bit & 3];
+      if (sink && isBvhLeaf(ca) && isBvhLeaf(cb))
+        sink->emit(bvhLeafProxy(ca), bvhLeafProxy(cb));
+      else
+        push({ca, cb, t.kind});
     }
   }
 
