@@ -20,6 +20,8 @@ Bvh::Bvh(const BvhConfig& config) : config_(config) {
     throwError(ErrorCode::invalidArgument, "BvhConfig::rebuildRatio " +
                                                std::to_string(config.rebuildRatio) +
                                                " must be finite and > 1");
+  tight_ = config_.margin == 0.0f &&
+           (!config_.extendByDisplacement || config_.displacementScale == 0.0f);
 }
 
 void Bvh::checkLive(ProxyId id, const char* operation) const {
@@ -47,7 +49,7 @@ ProxyId Bvh::add(const Aabb& box, bool isStatic) {
   const uint32_t i = id.index;
   if (i >= exact_.size()) {
     exact_.resize(i + 1);
-    fat_.resize(i + 1);
+    if (!tight_) fat_.resize(i + 1);
     leafRef_.resize(i + 1);
     movedPos_.resize(i + 1);
     isStatic_.resize(i + 1);
@@ -56,7 +58,7 @@ ProxyId Bvh::add(const Aabb& box, bool isStatic) {
   // Static proxies are not expected to move: no margin, so the static tree is
   // tight (fewer false candidates against it, faster rays). A static proxy
   // that does move simply escapes its box every time.
-  fat_[i] = isStatic ? box : fatten(box, config_.margin);
+  if (!tight_) fat_[i] = isStatic ? box : fatten(box, config_.margin);
   isStatic_[i] = isStatic ? 1 : 0;
   movedPos_[i] = kNullIndex;
   BvhTree& tree = treeOf(i);
@@ -92,32 +94,32 @@ void Bvh::remove(ProxyId id) {
   pending_ = true;
 }
 
+// Branch-free: on scenes where every box moves, the signs of the motion and
+// the teleport test are random, and branches on them mispredicted half the time.
 Aabb Bvh::fatBoxAfterMove(const Aabb& oldBox, const Aabb& newBox) const {
   Aabb fat = fatten(newBox, config_.margin);
   if (!config_.extendByDisplacement) return fat;
-  const Vec3 d = newBox.min - oldBox.min;
-  const Vec3 size = newBox.extent();
-  for (int axis = 0; axis < 3; ++axis) {
-    // A jump longer than the box plus the margin is a teleport, not motion.
-    if (std::fabs(d[axis]) > size[axis] + 2.0f * config_.margin) return fat;
-  }
-  for (int axis = 0; axis < 3; ++axis) {
-    const float stretch = config_.displacementScale * d[axis];
-    if (stretch > 0.0f)
-      fat.max[axis] += stretch;
-    else
-      fat.min[axis] += stretch;
-  }
+  const Eigen::Array3f d = (newBox.min - oldBox.min).array();
+  const Eigen::Array3f size = newBox.extent().array();
+  // A jump longer than the box plus the margin is a teleport, not motion.
+  const bool teleport = (d.abs() > size + 2.0f * config_.margin).any();
+  const Eigen::Array3f stretch = (teleport ? 0.0f : config_.displacementScale) * d;
+  fat.max.array() += stretch.max(0.0f);
+  fat.min.array() += stretch.min(0.0f);
   return fat;
 }
 
 void Bvh::applyMove(uint32_t i, const Aabb& box) {
-  const Aabb old = exact_[i];
-  exact_[i] = box;
   pending_ = true;
-  if (bp::contains(fat_[i], box)) return;  // the tree is untouched
-  fat_[i] = isStatic_[i] ? box : fatBoxAfterMove(old, box);
-  if (leafRef_[i] & kPendingInsert) return;  // the insert will read fat_
+  if (tight_) {  // every move, even a shrink, rewrites the slot
+    exact_[i] = box;
+  } else {
+    const Aabb old = exact_[i];
+    exact_[i] = box;
+    if (bp::contains(fat_[i], box)) return;  // the tree is untouched
+    fat_[i] = isStatic_[i] ? box : fatBoxAfterMove(old, box);
+  }
+  if (leafRef_[i] & kPendingInsert) return;  // the insert will read leafBox()
   if (movedPos_[i] == kNullIndex) {
     BvhTree& tree = treeOf(i);
     movedPos_[i] = static_cast<uint32_t>(tree.moved.size());
@@ -125,24 +127,61 @@ void Bvh::applyMove(uint32_t i, const Aabb& box) {
   }
 }
 
+namespace {
+
+// isValid() in one pass of vector compares: |x| <= kMaxCoordinate is false
+// for NaN and the infinities, so it also checks finiteness.
+inline bool isValidFast(const Aabb& box) {
+  const Eigen::Array3f lo = box.min.array(), hi = box.max.array();
+  return int((lo.abs() <= kMaxCoordinate).all()) & int((hi.abs() <= kMaxCoordinate).all()) &
+         int((lo <= hi).all());
+}
+
+}  // namespace
+
 void Bvh::move(ProxyId id, const Aabb& box) {
   checkLive(id, "move");
   if (!isValid(box)) throwError(ErrorCode::invalidBox, "Bvh::move: " + describeInvalid(box));
   applyMove(id.index, box);
 }
 
+// Validates the whole batch first (a rejected batch changes nothing), with
+// the error paths out of the loop: a frame of the standard scenes moves every
+// proxy, so this loop is a tenth of it.
 void Bvh::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
   if (ids.size() != boxes.size())
     throwError(ErrorCode::invalidArgument, "Bvh::move: " + std::to_string(ids.size()) +
                                                " ids but " + std::to_string(boxes.size()) +
                                                " boxes");
-  for (size_t k = 0; k < ids.size(); ++k) {
-    checkLive(ids[k], "move");
-    if (!isValid(boxes[k]))
-      throwError(ErrorCode::invalidBox,
-                 "Bvh::move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+  bool ok = true;
+  for (size_t k = 0; k < ids.size(); ++k) ok &= pool_.isLive(ids[k]) & isValidFast(boxes[k]);
+  if (!ok) {
+    for (size_t k = 0; k < ids.size(); ++k) {
+      checkLive(ids[k], "move");
+      if (!isValid(boxes[k]))
+        throwError(ErrorCode::invalidBox,
+                   "Bvh::move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+    }
   }
-  for (size_t k = 0; k < ids.size(); ++k) applyMove(ids[k].index, boxes[k]);
+  if (!tight_) {
+    for (size_t k = 0; k < ids.size(); ++k) applyMove(ids[k].index, boxes[k]);
+    return;
+  }
+  // applyMove() for tight mode, with the loop-invariant parts hoisted: the
+  // whole frame's moves go through here on the standard scenes.
+  pending_ = true;
+  Aabb* exact = exact_.data();
+  const uint32_t* leafRef = leafRef_.data();
+  uint32_t* movedPos = movedPos_.data();
+  const uint8_t* isStatic = isStatic_.data();
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const uint32_t i = ids[k].index;
+    exact[i] = boxes[k];
+    if ((leafRef[i] & kPendingInsert) || movedPos[i] != kNullIndex) continue;
+    std::vector<uint32_t>& moved = isStatic[i] ? static_.moved : dynamic_.moved;
+    movedPos[i] = static_cast<uint32_t>(moved.size());
+    moved.push_back(i);
+  }
 }
 
 const Aabb& Bvh::box(uint32_t index) const {
@@ -179,13 +218,13 @@ size_t Bvh::memoryBytes() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   size_t total = bytes(exact_) + bytes(fat_) + bytes(leafRef_) + bytes(movedPos_) +
                  bytes(isStatic_) + bytes(scratchTop_) + bytes(scratchFrontier_) +
-                 bytes(bucketStart_) + bytes(bucketCursor_);
+                 bytes(bucketStart_) + bytes(bucketCursor_) + bytes(scratchPairs_);
   // The pool holds a generation (4), a live flag (1) and at most one free
   // entry (4) per slot.
   total += size_t(pool_.capacity()) * 9;
   for (const BvhTree* t : {&dynamic_, &static_})
     total += bytes(t->nodes) + bytes(t->freeNodes) + bytes(t->pendingInserts) + bytes(t->moved) +
-             bytes(t->dirtyNodes);
+             bytes(t->dirtyNodes) + bytes(t->wide) + bytes(t->wideSlot);
   for (int w = 0; w < pairBuffers_.size(); ++w) total += bytes(pairBuffers_[w]);
   return total;
 }

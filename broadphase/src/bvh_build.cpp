@@ -243,9 +243,9 @@ void Bvh::rebuildTree(BvhTree& tree, Scheduler& scheduler) {
     if (node.parent == kBvhFreeNode) continue;
     for (int s = 0; s < 2; ++s)
       if (isBvhLeaf(node.child[s]) && node.child[s] != kBvhNullChild)
-        items.push_back({fat_[bvhLeafProxy(node.child[s])], bvhLeafProxy(node.child[s]), 0});
+        items.push_back({leafBox(bvhLeafProxy(node.child[s])), bvhLeafProxy(node.child[s]), 0});
   }
-  for (uint32_t p : tree.pendingInserts) items.push_back({fat_[p], p, 0});
+  for (uint32_t p : tree.pendingInserts) items.push_back({leafBox(p), p, 0});
   for (uint32_t p : tree.moved) movedPos_[p] = kNullIndex;
   tree.moved.clear();
   tree.dirtyNodes.clear();
@@ -256,6 +256,7 @@ void Bvh::rebuildTree(BvhTree& tree, Scheduler& scheduler) {
   tree.leafCount = count;
   tree.insertsSinceBuild = 0;
   ++tree.rebuildCount;
+  tree.wideValid = false;
   if (count == 0) {
     tree.nodes.clear();
     tree.root = kNullIndex;
@@ -276,6 +277,7 @@ void Bvh::rebuildTree(BvhTree& tree, Scheduler& scheduler) {
     Builder builder(items, tree, leafRef_, scheduler.threadCount());
     scheduler.run([&] { builder.build({0, count, 0, kNullIndex, 0}); });
   }
+  tree.ordered = true;  // depth-first numbering, see the top of this file
   tree.cost = computeCost(tree, scheduler);
   tree.costAtBuild = tree.cost;
 }
@@ -285,6 +287,7 @@ double Bvh::qualityRatio(Scheduler& scheduler) const {
   // Build a copy of the dynamic tree from scratch and compare costs.
   Bvh fresh(config_);
   fresh.fat_ = fat_;
+  fresh.exact_ = exact_;
   fresh.leafRef_ = leafRef_;
   fresh.movedPos_ = movedPos_;
   fresh.dynamic_ = dynamic_;

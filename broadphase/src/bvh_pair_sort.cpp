@@ -2,7 +2,8 @@
 //
 // A counting sort on `a` (indices are dense, < capacity) followed by a sort
 // of each small bucket on `b`: linear, unlike a comparison sort of the whole
-// list, which took half the frame on dense scenes. Pair keys are unique, so
+// list, which took half the frame on dense scenes. With one buffer (one
+// thread) it is a two-pass LSD radix sort instead, see radixSortSerial(). Pair keys are unique, so
 // the order in which workers scatter into a bucket does not matter: sorting
 // the bucket gives the one canonical order for any thread count.
 #include <broadphase/bvh.h>
@@ -45,6 +46,10 @@ void Bvh::sortPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   start.assign(size_t(buckets) + 1, 0);
   // Serial when one buffer holds everything; atomics only when workers share.
   const bool parallel = used > 1 && scheduler.threadCount() > 1;
+  if (!parallel) {
+    radixSortSerial(out);
+    return;
+  }
   auto forEachBuffer = [&](auto&& body) {
     if (!parallel) {
       for (int w = 0; w < buffers; ++w) body(pairBuffers_[w]);
@@ -81,6 +86,31 @@ void Bvh::sortPairs(Scheduler& scheduler, std::vector<Pair>& out) {
     for (uint32_t a = begin; a < end; ++a)
       if (start[a + 1] - start[a] > 1) sortBucket(dst + start[a], dst + start[a + 1]);
   });
+}
+
+// Serial: two counting passes, LSD (by b, then stably by a), so no bucket is
+// ever sorted by comparisons: a big box's bucket of thousands of pairs made
+// the comparison sorts a sixth of findPairs on `sizes`. Both passes count in
+// one read of the buffers. Expects bucketStart_ zeroed, capacity + 1 long.
+void Bvh::radixSortSerial(std::vector<Pair>& out) {
+  const uint32_t buckets = pool_.capacity();
+  std::vector<uint32_t>& byA = bucketStart_;
+  std::vector<uint32_t>& byB = bucketCursor_;
+  byB.assign(size_t(buckets) + 1, 0);
+  for (int w = 0; w < pairBuffers_.size(); ++w)
+    for (const Pair& p : pairBuffers_[w]) {
+      ++byA[p.a + 1];
+      ++byB[p.b + 1];
+    }
+  for (uint32_t k = 0; k < buckets; ++k) {
+    byA[k + 1] += byA[k];
+    byB[k + 1] += byB[k];
+  }
+  std::vector<Pair>& tmp = scratchPairs_;
+  tmp.resize(out.size());
+  for (int w = 0; w < pairBuffers_.size(); ++w)
+    for (const Pair& p : pairBuffers_[w]) tmp[byB[p.b]++] = p;
+  for (const Pair& p : tmp) out[byA[p.a]++] = p;
 }
 
 }  // namespace bp

@@ -3,12 +3,16 @@
 //   2. refit the ancestors that changed, in one parallel pass;
 //   3. insert a few new leaves, or rebuild when many arrived;
 //   4. rebuild when the SAH cost drifted past rebuildRatio x the built cost.
+// When most leaves moved and the tree is still in build (preorder) order,
+// 1 and 2 are one backward sweep over each subtree's index range that reads
+// the leaf boxes directly and sums the SAH cost on the way (refitOrdered).
 // Every decision depends only on the tree and the operations, never on the
 // thread count, so the trees (and "any"-hit ray answers) are deterministic.
 #include <broadphase/bvh.h>
 #include <broadphase/bvh_stack.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace bp {
 
@@ -55,6 +59,45 @@ void refitSubtree(BvhNode* nodes, uint32_t root, bool everyNode) {
   }
 }
 
+// Recomputes both slots of n: a leaf slot from the proxy's fat box (so no
+// separate slot write is needed), a node slot from that node's two slots.
+// Returns the area of n's own box, the node's term of the SAH cost.
+inline float refitNodeFromLeaves(BvhNode* nodes, const Aabb* fat, uint32_t n) {
+  BvhNode& node = nodes[n];
+  for (int s = 0; s < 2; ++s) {
+    const uint32_t c = node.child[s];
+    if (c == kBvhNullChild) continue;
+    node.bounds[s] =
+        isBvhLeaf(c) ? fat[bvhLeafProxy(c)] : merge(nodes[c].bounds[0], nodes[c].bounds[1]);
+  }
+  node.dirty = 0;
+  return surfaceArea(merge(node.bounds[0], node.bounds[1]));
+}
+
+// Copies both slot boxes of binary node n, just refit, to their wide slots
+// (the sink for a slot whose node was pulled up): no branch, no other read.
+inline void copyToWide(BvhWideNode* wide, const uint32_t* wideSlot, const BvhNode& node,
+                       uint32_t n) {
+  for (int s = 0; s < 2; ++s) {
+    const uint32_t target = wideSlot[2 * n + s];
+    setWideBox(wide[target >> 2], int(target & 3), node.bounds[s]);
+  }
+}
+
+// The last node of the subtree at r in preorder: keep taking the slot-1
+// subtree, or the slot-0 one when slot 1 is a leaf.
+uint32_t lastInPreorder(const BvhNode* nodes, uint32_t r) {
+  for (;;) {
+    const BvhNode& node = nodes[r];
+    if (!isBvhLeaf(node.child[1]))
+      r = node.child[1];
+    else if (!isBvhLeaf(node.child[0]))
+      r = node.child[0];
+    else
+      return r;
+  }
+}
+
 void markAncestorsDirty(BvhNode* nodes, uint32_t n) {
   while (n != kNullIndex && !nodes[n].dirty) {
     nodes[n].dirty = 1;
@@ -83,6 +126,16 @@ void Bvh::updateTree(BvhTree& tree, Scheduler& scheduler) {
   }
 
   const bool everyNode = tree.moved.size() * kRefitAllDivisor > tree.leafCount;
+  if (everyNode && tree.ordered && inserts == 0) {
+    // Most leaves moved: one backward sweep refits every node from leafBoxes().
+    for (uint32_t p : tree.moved) movedPos_[p] = kNullIndex;
+    tree.moved.clear();
+    tree.dirtyNodes.clear();
+    refitOrdered(tree, scheduler);  // also sets tree.cost
+    if (tree.cost > double(config_.rebuildRatio) * tree.costAtBuild) rebuildTree(tree, scheduler);
+    return;
+  }
+  tree.wideValid = false;  // the refits below leave the wide copy behind
   writeMovedSlots(tree, scheduler);
   if (!everyNode)
     for (uint32_t p : tree.moved) markAncestorsDirty(tree.nodes.data(), leafRef_[p] >> 1);
@@ -110,7 +163,7 @@ void Bvh::writeMovedSlots(BvhTree& tree, Scheduler& scheduler) {
                       for (uint32_t k = begin; k < end; ++k) {
                         const uint32_t p = moved[k];
                         const uint32_t ref = leafRef_[p];
-                        nodes[ref >> 1].bounds[ref & 1] = fat_[p];
+                        nodes[ref >> 1].bounds[ref & 1] = leafBox(p);
                       }
                     });
 }
@@ -144,6 +197,67 @@ void Bvh::refit(BvhTree& tree, Scheduler& scheduler, bool everyNode) {
                         refitSubtree(nodes, frontier[k], everyNode);
                     });
   for (size_t k = top.size(); k-- > 0;) refitNode(nodes, top[k]);
+}
+
+// Every node of an ordered tree, children before parents, and the SAH cost
+// on the way. Subtrees are contiguous index ranges, so each task sweeps its
+// range backwards (memory order, no stack), skipping free nodes; the nodes
+// above the cut follow. The cut and the summation order are fixed, so the
+// cost is the same for any thread count.
+void Bvh::refitOrdered(BvhTree& tree, Scheduler& scheduler) {
+  tree.cost = 0;
+  if (tree.root == kNullIndex) return;
+  BvhNode* nodes = tree.nodes.data();
+  const Aabb* fat = leafBoxes();
+  // The wide copy follows along when it is in step with the tree.
+  BvhWideNode* wide = tree.wide.data();
+  const uint32_t* wideSlot = tree.wideValid ? tree.wideSlot.data() : nullptr;
+
+  std::vector<uint32_t>& top = scratchTop_;
+  std::vector<uint32_t>& frontier = scratchFrontier_;
+  std::vector<uint32_t>& next = scratchNext_;
+  top.clear();
+  frontier.assign(1, tree.root);
+  while (frontier.size() < kRefitSubtrees) {
+    next.clear();
+    for (uint32_t n : frontier) {
+      top.push_back(n);
+      for (int s = 0; s < 2; ++s)
+        if (!isBvhLeaf(nodes[n].child[s])) next.push_back(nodes[n].child[s]);
+    }
+    frontier.swap(next);
+    if (frontier.empty()) break;
+  }
+  std::vector<double>& partial = scratchCost_;
+  partial.assign(frontier.size(), 0.0);
+  // Two instances of the sweep, so that the one without copies has no test.
+  auto sweep = [&](auto copyWide) {
+    scheduler.forEach(0, static_cast<uint32_t>(frontier.size()), 1,
+                      [&](uint32_t begin, uint32_t end) {
+                        for (uint32_t k = begin; k < end; ++k) {
+                          const uint32_t first = frontier[k];
+                          double sum = 0;
+                          for (uint32_t n = lastInPreorder(nodes, first) + 1; n-- > first;)
+                            if (nodes[n].parent != kBvhFreeNode) {
+                              sum += refitNodeFromLeaves(nodes, fat, n);
+                              if constexpr (decltype(copyWide)::value)
+                                copyToWide(wide, wideSlot, nodes[n], n);
+                            }
+                          partial[k] = sum;
+                        }
+                      });
+  };
+  if (wideSlot)
+    sweep(std::true_type{});
+  else
+    sweep(std::false_type{});
+  double total = 0;
+  for (double p : partial) total += p;
+  for (size_t k = top.size(); k-- > 0;) {
+    total += refitNodeFromLeaves(nodes, fat, top[k]);
+    if (wideSlot) copyToWide(wide, wideSlot, nodes[top[k]], top[k]);
+  }
+  tree.cost = total;
 }
 
 // Sum of internal node areas, in fixed chunks summed in a fixed order so the

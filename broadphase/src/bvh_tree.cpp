@@ -70,9 +70,11 @@ bool worseCandidate(const SiblingCandidate& x, const SiblingCandidate& y) {
 // inherited growth) cannot beat the best cost found is not entered, so the
 // search is exact yet visits a few dozen nodes in practice.
 void Bvh::insertLeaf(BvhTree& tree, uint32_t proxy) {
-  const Aabb box = fat_[proxy];
+  const Aabb box = leafBox(proxy);
   const uint32_t leaf = makeBvhLeaf(proxy);
   ++tree.leafCount;
+  tree.ordered = false;  // the new node goes wherever the allocator puts it
+  tree.wideValid = false;
   if (tree.root == kNullIndex) {
     const uint32_t r = allocateNode(tree);
     setChild(tree, r, 0, leaf, box);
@@ -153,6 +155,7 @@ void Bvh::removeLeaf(BvhTree& tree, uint32_t proxy) {
   const Aabb siblingBox = tree.nodes[n].bounds[other];
   const uint32_t parentRef = tree.nodes[n].parent;
   --tree.leafCount;
+  tree.wideValid = false;
 
   if (parentRef == kNullIndex) {  // n is the root
     if (sibling == kBvhNullChild) {

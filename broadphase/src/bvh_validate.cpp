@@ -17,8 +17,8 @@ std::string str(uint32_t v) { return std::to_string(v); }
 std::string Bvh::validate() const {
   if (std::string e = pool_.validate(); !e.empty()) return "handle pool: " + e;
   const uint32_t capacity = pool_.capacity();
-  if (exact_.size() != capacity || fat_.size() != capacity || leafRef_.size() != capacity ||
-      movedPos_.size() != capacity || isStatic_.size() != capacity)
+  if (exact_.size() != capacity || fat_.size() != (tight_ ? 0 : capacity) ||
+      leafRef_.size() != capacity || movedPos_.size() != capacity || isStatic_.size() != capacity)
     return "per-proxy arrays differ in size from the pool capacity";
 
   std::vector<uint8_t> seen(capacity, 0);  // 1: found as a leaf, 2: as a pending insert
@@ -64,6 +64,24 @@ std::string Bvh::validate() const {
         for (int s = 0; s < 2; ++s) {
           const uint32_t c = node.child[s];
           const uint32_t ref = (n << 1) | uint32_t(s);
+          if (tree.wideValid && c != kBvhNullChild) {
+            // The wide copy holds this slot's box (unless it is the sink's).
+            if (tree.wideSlot.size() != 2 * nodeCount || tree.wide.empty())
+              return name + "wide copy sized for another tree";
+            const uint32_t target = tree.wideSlot[2 * n + uint32_t(s)];
+            const uint32_t w = target >> 2, k = target & 3;
+            if (w >= tree.wide.size()) return name + "wide slot out of range";
+            if (w + 1 < tree.wide.size()) {
+              const BvhWideNode& wn = tree.wide[w];
+              const Aabb& b = node.bounds[s];
+              if (wn.minX[k] != b.min.x() || wn.minY[k] != b.min.y() || wn.minZ[k] != b.min.z() ||
+                  wn.maxX[k] != b.max.x() || wn.maxY[k] != b.max.y() || wn.maxZ[k] != b.max.z())
+                return name + "wide copy of node " + str(n) + " slot " + str(uint32_t(s)) +
+                       " differs from the slot";
+              if (isBvhLeaf(c) && wn.child[k] != c)
+                return name + "wide copy of node " + str(n) + " names another leaf";
+            }
+          }
           if (c == kBvhNullChild) {
             if (n != tree.root || s != 1) return name + "null child outside the root's slot 1";
             if (overlaps(node.bounds[s], node.bounds[s]))
@@ -79,10 +97,10 @@ std::string Bvh::validate() const {
             ++leaves;
             if ((isStatic_[p] != 0) != (treeIndex == 1)) return name + "proxy in the wrong tree";
             if (leafRef_[p] != ref) return name + "leafRef of proxy " + str(p) + " is wrong";
-            if (!bp::contains(fat_[p], exact_[p]))
+            if (!bp::contains(leafBox(p), exact_[p]))
               return name + "fat box of proxy " + str(p) + " does not contain its exact box";
             if (movedPos_[p] == kNullIndex &&
-                !(node.bounds[s].min == fat_[p].min && node.bounds[s].max == fat_[p].max))
+                !(node.bounds[s].min == leafBox(p).min && node.bounds[s].max == leafBox(p).max))
               return name + "slot box of proxy " + str(p) + " differs from its fat box";
             continue;
           }
@@ -99,6 +117,23 @@ std::string Bvh::validate() const {
         }
       }
     }
+    if (tree.ordered && tree.root != kNullIndex) {
+      // Preorder (slot 0 before slot 1) must visit increasing node indices.
+      BvhStack<uint32_t> stack;
+      stack.push(tree.root);
+      uint32_t previous = 0;
+      bool first = true;
+      while (!stack.empty()) {
+        const uint32_t n = stack.pop();
+        if (!first && n <= previous)
+          return name + "ordered tree but node " + str(n) + " follows " + str(previous) +
+                 " in preorder";
+        first = false;
+        previous = n;
+        for (int s = 1; s >= 0; --s)
+          if (!isBvhLeaf(tree.nodes[n].child[s])) stack.push(tree.nodes[n].child[s]);
+      }
+    }
     if (leaves != tree.leafCount)
       return name + "leaf count " + str(tree.leafCount) + " but " + str(leaves) + " leaves";
     if (reachable + tree.freeNodes.size() != nodeCount)
@@ -109,7 +144,7 @@ std::string Bvh::validate() const {
   for (uint32_t p = 0; p < capacity; ++p) {
     if (pool_.isLiveIndex(p) != (seen[p] != 0))
       return "proxy " + str(p) + (seen[p] ? " is in a tree but dead" : " is live but in no tree");
-    if (pool_.isLiveIndex(p) && !bp::contains(fat_[p], exact_[p]))
+    if (pool_.isLiveIndex(p) && !bp::contains(leafBox(p), exact_[p]))
       return "fat box of proxy " + str(p) + " does not contain its exact box";
     if (!pool_.isLiveIndex(p) && movedPos_[p] != kNullIndex) return "dead proxy in a moved list";
   }

@@ -10,7 +10,9 @@
 // proxy, apart from the nodes) and touches no node. A move that escapes gets a
 // new fat box; its slot is written and its ancestors refit in one parallel
 // pass in update(). Pairs and queries test the exact boxes; fat boxes only
-// prune.
+// prune. The default is tight (margin 0, no stretch): every move rewrites the
+// slot, slots are exact, and when most leaves moved the refit is one backward
+// sweep over the preorder node array.
 //
 // Adds are deferred to update() too: a few are inserted one by one (SAH
 // branch and bound over the sibling choice), many at once trigger a full
@@ -20,8 +22,10 @@
 // findPairs walks the dynamic tree against itself and against the static
 // tree simultaneously (each pair met once, at its lowest common ancestor),
 // in tasks with per-worker buffers, then sorts by (a, b) with a counting sort
-// on a: the same list for any thread count. Queries walk both trees with an
-// explicit, growing stack, nearest child first.
+// on a: the same list for any thread count. In tight mode, when there are
+// enough pairs per moving proxy to pay for it, the walk runs over 4-wide
+// copies of the trees (BvhWideNode) that the ordered refit keeps current. Queries walk both trees
+// with an explicit, growing stack, nearest child first.
 #pragma once
 
 #include <broadphase/bvh_node.h>
@@ -46,15 +50,18 @@ namespace bp {
 struct BvhConfig {
   // Fat box = exact box grown by `margin` on every side (world units, >= 0).
   // Static proxies get no margin: their fat box is the exact box. Measured on
-  // the standard scenes (0.1 units/frame): tight boxes win, because every
-  // false candidate costs more in findPairs than a refit of escaped leaves.
-  // margin 0.02 + 1 x displacement beat 0.1 + 2 x by 10-20 %.
-  float margin = 0.02f;
+  // the standard scenes (every box moves every frame): exact boxes win. Every
+  // false candidate costs more in findPairs than refitting every leaf, and
+  // with margin 0 and no stretch ("tight") a leaf slot is the exact box, so
+  // the pair walk needs no second, exact test. Tight beat 0.02 + 1 x
+  // displacement by 10-35 % (uniform, sizes, plane at 10^5, session 2); 0.02
+  // + 1 x had beaten 0.1 + 2 x by 10-20 %.
+  float margin = 0.0f;
   // Also stretch the fat box by displacementScale x the last displacement in
   // the direction of motion, so that a steadily moving proxy stays inside it
   // for several frames. A jump larger than the box itself (a teleport) is not
   // extrapolated.
-  bool extendByDisplacement = true;
+  bool extendByDisplacement = false;
   float displacementScale = 1.0f;
   // Rebuild a tree when its SAH cost exceeds rebuildRatio x its cost right
   // after the last full build (> 1).
@@ -129,6 +136,10 @@ class Bvh {
   static constexpr uint32_t kPendingInsert = 0x80000000u;
 
   BvhTree& treeOf(uint32_t index) { return isStatic_[index] ? static_ : dynamic_; }
+  // The box a leaf slot must hold: the fat box, or the exact box when tight
+  // (fat_ is then left empty: no second copy to write on every move).
+  const Aabb* leafBoxes() const { return tight_ ? exact_.data() : fat_.data(); }
+  const Aabb& leafBox(uint32_t index) const { return leafBoxes()[index]; }
   void checkLive(ProxyId id, const char* operation) const;
   void checkNoPending(const char* operation) const;
   Aabb fatBoxAfterMove(const Aabb& oldBox, const Aabb& newBox) const;
@@ -146,26 +157,38 @@ class Bvh {
   void updateTree(BvhTree& tree, Scheduler& scheduler);
   void writeMovedSlots(BvhTree& tree, Scheduler& scheduler);
   void refit(BvhTree& tree, Scheduler& scheduler, bool everyNode);
+  void refitOrdered(BvhTree& tree, Scheduler& scheduler);
   double computeCost(const BvhTree& tree, Scheduler& scheduler);
 
   // bvh_build.cpp: full binned-SAH build of the tree's leaves and pending inserts.
   void rebuildTree(BvhTree& tree, Scheduler& scheduler);
 
+  // bvh_wide.cpp: the 4-wide copy of a tree that the tight pair walk uses.
+  void collapseWide(BvhTree& tree) const;
+
   // bvh_pairs.cpp
   void collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
                     FunctionRef<void(std::span<const Pair>)>* consume);
   void sortPairs(Scheduler& scheduler, std::vector<Pair>& out);  // bvh_pair_sort.cpp
+  void radixSortSerial(std::vector<Pair>& out);
 
   // bvh_query.cpp
   RayHit castRayUnchecked(const Ray& ray, RayQuery kind) const;
   RayHit castGrownClosest(const Ray& ray, const Vec3& grow) const;
 
   BvhConfig config_;
+  // margin 0 and no stretch: every leaf slot holds the proxy's exact box
+  // after update() (a move of any kind rewrites it), so the pair walk takes
+  // a slot test between two leaves as the exact test and never reads exact_.
+  bool tight_ = false;
+  // Tight mode: findPairs walks the 4-wide copies of the trees (see
+  // bvh_pairs.cpp for when it is worth it).
+  bool wideWalk_ = true;
   HandlePool pool_;
 
   // Per proxy index. exact_ is what pairs and queries test; fat_ is the box of
   // the proxy's leaf slot (kept here too so that a move is checked without
-  // touching the node).
+  // touching the node); empty when tight_, see leafBox().
   std::vector<Aabb> exact_;
   std::vector<Aabb> fat_;
   std::vector<uint32_t> leafRef_;   // node << 1 | slot, or kPendingInsert | position
@@ -186,7 +209,8 @@ class Bvh {
   std::vector<double> scratchCost_;
   std::vector<PairTask> scratchTasks_, scratchTasksNext_;
   std::vector<uint32_t> bucketStart_;   // pair sort: first pair of each a
-  std::vector<uint32_t> bucketCursor_;  // pair sort: next free slot of each a
+  std::vector<uint32_t> bucketCursor_;  // pair sort: next free slot of each a (or b)
+  std::vector<Pair> scratchPairs_;      // pair sort: the list sorted by b
 };
 
 }  // namespace bp

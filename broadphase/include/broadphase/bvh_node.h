@@ -43,11 +43,39 @@ struct alignas(64) BvhNode {
 static_assert(sizeof(BvhNode) == 64, "a node is exactly one cache line");
 static_assert(alignof(BvhNode) == 64, "nodes start on a cache line");
 
+// A 4-wide copy of a tree for the pair walk (bvh_wide.cpp): a binary node
+// with its children's children pulled up, so one wide node holds 2-4 child
+// boxes, stored by coordinate (four minX, four minY, ...) so that one box is
+// tested against all four with a few vector compares. Unused slots hold
+// kBvhNullChild and an empty box. Children are wide-node indices or leaves.
+struct alignas(64) BvhWideNode {
+  float minX[4], minY[4], minZ[4];
+  float maxX[4], maxY[4], maxZ[4];
+  uint32_t child[4];
+  uint32_t pad[4];
+};
+static_assert(sizeof(BvhWideNode) == 128, "a wide node is two cache lines");
+
+inline void setWideBox(BvhWideNode& w, int k, const Aabb& box) {
+  w.minX[k] = box.min.x();
+  w.minY[k] = box.min.y();
+  w.minZ[k] = box.min.z();
+  w.maxX[k] = box.max.x();
+  w.maxY[k] = box.max.y();
+  w.maxZ[k] = box.max.z();
+}
+
 struct BvhTree {
   std::vector<BvhNode> nodes;  // index-addressed; DFS order right after a rebuild
   std::vector<uint32_t> freeNodes;
   uint32_t root = kNullIndex;
   uint32_t leafCount = 0;  // leaves in the tree, not counting pendingInserts
+  // The live nodes are in preorder (a node, its slot-0 subtree, its slot-1
+  // subtree), free nodes being holes: every subtree is a contiguous index
+  // range starting at its root, so a refit is one backward sweep. Set by a
+  // full build, kept by removals (a splice keeps the order), cleared by an
+  // incremental insert.
+  bool ordered = false;
 
   // Deferred work, consumed by Bvh::update().
   std::vector<uint32_t> pendingInserts;  // proxies added but not yet in the tree
@@ -59,6 +87,15 @@ struct BvhTree {
   double costAtBuild = 0;
   uint32_t insertsSinceBuild = 0;
   uint32_t rebuildCount = 0;
+
+  // Tight mode: the 4-wide copy the pair walk uses (BvhWideNode), its last
+  // node a write-only sink. wideSlot[2n + s] = w << 2 | k: binary slot s of
+  // node n is slot k of wide node w (the sink for the slot of a pulled-up
+  // node). While wideValid, the ordered refit copies each slot it refits;
+  // any other change clears it and findPairs collapses the tree again.
+  std::vector<BvhWideNode> wide;
+  std::vector<uint32_t> wideSlot;
+  bool wideValid = false;
 };
 
 // One unit of the pair traversal: a node (or leaf) of the dynamic tree against
