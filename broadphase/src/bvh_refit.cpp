@@ -74,13 +74,15 @@ inline float refitNodeFromLeaves(BvhNode* nodes, const Aabb* fat, uint32_t n) {
   return surfaceArea(merge(node.bounds[0], node.bounds[1]));
 }
 
-// Copies both slot boxes of binary node n, just refit, to their wide slots
-// (the sink for a slot whose node was pulled up): no branch, no other read.
+// Copies both slot boxes of binary node n, just refit, to their wide slots.
+// A slot whose node was pulled up into its parent's wide node has no wide
+// slot of its own (kNullIndex): skipped. (A shared dummy slot written
+// without a branch was a data race between the refit tasks.)
 inline void copyToWide(BvhWideNode* wide, const uint32_t* wideSlot, const BvhNode& node,
                        uint32_t n) {
   for (int s = 0; s < 2; ++s) {
     const uint32_t target = wideSlot[2 * n + s];
-    setWideBox(wide[target >> 2], int(target & 3), node.bounds[s]);
+    if (target != kNullIndex) setWideBox(wide[target >> 2], int(target & 3), node.bounds[s]);
   }
 }
 

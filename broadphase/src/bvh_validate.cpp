@@ -65,13 +65,15 @@ std::string Bvh::validate() const {
           const uint32_t c = node.child[s];
           const uint32_t ref = (n << 1) | uint32_t(s);
           if (tree.wideValid && c != kBvhNullChild) {
-            // The wide copy holds this slot's box (unless it is the sink's).
+            // The wide copy holds this slot's box (unless the slot's node was
+            // pulled up into its parent's wide node: no wide slot).
             if (tree.wideSlot.size() != 2 * nodeCount || tree.wide.empty())
               return name + "wide copy sized for another tree";
             const uint32_t target = tree.wideSlot[2 * n + uint32_t(s)];
             const uint32_t w = target >> 2, k = target & 3;
-            if (w >= tree.wide.size()) return name + "wide slot out of range";
-            if (w + 1 < tree.wide.size()) {
+            if (target != kNullIndex && w >= tree.wide.size())
+              return name + "wide slot out of range";
+            if (target != kNullIndex) {
               const BvhWideNode& wn = tree.wide[w];
               const Aabb& b = node.bounds[s];
               if (wn.minX[k] != b.min.x() || wn.minY[k] != b.min.y() || wn.minZ[k] != b.min.z() ||

@@ -70,11 +70,7 @@ void Bvh::collapseWide(BvhTree& tree) const {
         stack.push({w.child[pending[j]], (self << 2) | pending[j]});
     }
   }
-  // The sink takes the copies of slots that belong to pulled-up nodes.
-  const uint32_t sink = static_cast<uint32_t>(out.size()) << 2;
-  out.emplace_back();
-  for (uint32_t& slot : tree.wideSlot)
-    if (slot == kNullIndex) slot = sink;
+  // Slots of pulled-up nodes keep kNullIndex: the refit skips them.
 }
 
 }  // namespace bp
