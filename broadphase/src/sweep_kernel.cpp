@@ -404,7 +404,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
   const CellMap& statics = maps_[kStaticLayer];
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
-  scheduler.forEach(0, cellUnits, 32, [&](uint32_t begin, uint32_t end) {
+  scheduler.forEach(0, cellUnits, 32, cellAffinity_, [&](uint32_t begin, uint32_t end) {
     PairBuffer& buffer = pairBuffers_.local();
     for (uint32_t u = begin; u < end; ++u) {
       const SweepCell& c = cells_[u].value;

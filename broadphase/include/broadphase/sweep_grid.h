@@ -331,6 +331,9 @@ class SweepGrid {
   std::vector<uint32_t> relinkCounts_;
   std::vector<uint8_t> moveStates_;  // move(): each entry's new dirty state
   PerWorker<PairBuffer> pairBuffers_;
+  // The cells' refresh-and-sweep loop gives each worker the cells it had last
+  // frame, whose arrays are still in its cache.
+  Scheduler::Affinity cellAffinity_;
   std::vector<Pair> sortScratch_;
 };
 

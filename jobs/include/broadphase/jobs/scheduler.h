@@ -68,6 +68,29 @@ class Scheduler {
     });
   }
 
+  // Remembers which worker ran which part of a loop, so that the same loop
+  // run again (next frame) gives each worker the same parts and the data it
+  // wrote stays in its cache. One per loop, kept across frames.
+  using Affinity = tbb::affinity_partitioner;
+
+  // forEach, replaying the last assignment of parts to workers.
+  template <class Body>
+  void forEach(uint32_t begin, uint32_t end, uint32_t grain, Affinity& affinity, Body&& body) {
+    if (begin >= end) return;
+    if (grain == 0) grain = 1;
+    if (threads_ == 1 || end - begin <= grain) {
+      arena_->execute([&] { body(begin, end); });
+      return;
+    }
+    arena_->execute([&] {
+      tbb::this_task_arena::isolate([&] {
+        tbb::parallel_for(
+            tbb::blocked_range<uint32_t>(begin, end, grain),
+            [&](const tbb::blocked_range<uint32_t>& r) { body(r.begin(), r.end()); }, affinity);
+      });
+    });
+  }
+
   // Runs the callables concurrently (as tasks) and waits for all of them.
   template <class... Fns>
   void invoke(Fns&&... fns) {
