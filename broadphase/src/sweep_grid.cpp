@@ -4,9 +4,11 @@
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace bp {
 
@@ -98,21 +100,32 @@ void SweepGrid::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
 
 // A bad entry throws before anything changes (the slow search for the first
 // culprit only runs then); entries are written in batch order, so a handle
-// given twice ends with its last box, as with one-by-one moves. On one
-// thread: a check pass, then a write pass that also works out each dirty
-// state while the box is in registers. With workers: the check pass works
-// the states out too (it only reads, so it runs in parallel chunks) and the
-// serial write pass just stores them: measured on uniform 10^5, the serial
-// part of a frame falls from 0.47 to 0.2 ms, but on one thread the split
-// costs 0.14 ms, hence the two forms.
+// given twice ends with its last box, as with one-by-one moves.
+// - One thread: a check pass, then a write pass that also works out each
+//   dirty state while the box is in registers.
+// - With workers: the check pass works the states out too (it only reads, so
+//   it runs in parallel chunks), and notes whether the handles come in
+//   strictly increasing index order (an engine's usual batch: its bodies in
+//   order) and how many become dirty per chunk. Then no index can repeat, so
+//   the chunks also write in parallel, each into its own stretch of the dirty
+//   list; otherwise the writes are serial. Measured on uniform 10^5, two
+//   threads: the serial part of a frame falls from 0.47 to 0.2 ms with
+//   parallel checks, and further with parallel writes; on one thread the
+//   split passes would cost 0.14 ms, hence the two forms.
 void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
                           Scheduler* scheduler) {
   if (ids.size() != boxes.size())
     throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " ids but " +
                                                std::to_string(boxes.size()) + " boxes");
+  constexpr uint32_t kChunk = 8192;
   const uint32_t n = static_cast<uint32_t>(ids.size());
-  const bool parallel = scheduler && scheduler->threadCount() > 1 && n > 8192;
-  if (parallel) moveStates_.resize(n);
+  const bool parallel = scheduler && scheduler->threadCount() > 1 && n > kChunk;
+  const uint32_t chunks = parallel ? (n + kChunk - 1) / kChunk : 1;
+  if (parallel) {
+    moveStates_.resize(n);
+    chunkFresh_.resize(chunks);
+    chunkAscending_.resize(chunks);
+  }
   uint8_t* states = moveStates_.data();
   std::atomic<bool> bad{false};
   auto check = [&](uint32_t begin, uint32_t end) {
@@ -125,7 +138,20 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
     if (!good) bad.store(true, std::memory_order_relaxed);
   };
   if (parallel)
-    scheduler->forEach(0, n, 8192, check);
+    scheduler->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
+      for (uint32_t c = first; c < last; ++c) {
+        const uint32_t begin = c * kChunk, end = std::min(n, begin + kChunk);
+        check(begin, end);
+        bool ascending = true;
+        uint32_t fresh = 0;
+        for (uint32_t k = begin; k < end; ++k) {
+          ascending &= k == 0 || ids[k - 1].index < ids[k].index;
+          fresh += ids[k].index < dirty_.size() && dirty_[ids[k].index] == kDirtyNone;
+        }
+        chunkAscending_[c] = ascending;
+        chunkFresh_[c] = fresh;
+      }
+    });
   else
     check(0, n);
   if (bad.load(std::memory_order_relaxed))
@@ -140,6 +166,27 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
   const size_t listed = dirtyList_.size();
   dirtyList_.resize(listed + n);
   uint32_t* out = dirtyList_.data() + listed;
+  const bool unique = parallel && std::all_of(chunkAscending_.begin(), chunkAscending_.end(),
+                                              [](uint8_t a) { return a != 0; });
+  if (unique) {
+    // Chunk c's new dirty entries start after those of the chunks before it.
+    uint32_t total = 0;
+    for (uint32_t& f : chunkFresh_) total += std::exchange(f, total);
+    scheduler->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
+      for (uint32_t c = first; c < last; ++c) {
+        uint32_t at = chunkFresh_[c];
+        for (uint32_t k = c * kChunk, end = std::min(n, k + kChunk); k < end; ++k) {
+          const uint32_t i = ids[k].index;
+          boxes_[i] = boxes[k];
+          out[at] = i;
+          at += dirty_[i] == kDirtyNone;
+          dirty_[i] = states[k];
+        }
+      }
+    });
+    dirtyList_.resize(listed + total);
+    return;
+  }
   size_t added = 0;
   for (uint32_t k = 0; k < n; ++k) {
     const uint32_t i = ids[k].index;

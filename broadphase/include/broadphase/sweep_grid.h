@@ -329,7 +329,9 @@ class SweepGrid {
   std::vector<uint32_t> changed_;        // indices with rangeChanged_ set
   std::vector<uint32_t> relinkScratch_;  // beginUpdate: relinks found per chunk
   std::vector<uint32_t> relinkCounts_;
-  std::vector<uint8_t> moveStates_;  // move(): each entry's new dirty state
+  std::vector<uint8_t> moveStates_;      // move(): each entry's new dirty state
+  std::vector<uint32_t> chunkFresh_;     // move(): per chunk, entries newly dirty
+  std::vector<uint8_t> chunkAscending_;  // move(): per chunk, indices strictly increasing
   PerWorker<PairBuffer> pairBuffers_;
   // The cells' refresh-and-sweep loop gives each worker the cells it had last
   // frame, whose arrays are still in its cache.
