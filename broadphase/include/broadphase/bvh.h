@@ -210,7 +210,8 @@ class Bvh {
   std::vector<PairTask> scratchTasks_, scratchTasksNext_;
   std::vector<uint32_t> bucketStart_;   // pair sort: first pair of each a
   std::vector<uint32_t> bucketCursor_;  // pair sort: next free slot of each a (or b)
-  std::vector<Pair> scratchPairs_;      // pair sort: the list sorted by b
+  std::vector<Pair> scratchPairs_;      // pair sort: the list sorted by b, or merge scratch
+  std::vector<std::span<const Pair>> scratchPieces_;  // pair sort: the workers' buffers
 };
 
 }  // namespace bp

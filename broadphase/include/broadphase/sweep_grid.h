@@ -337,6 +337,7 @@ class SweepGrid {
   // frame, whose arrays are still in its cache.
   Scheduler::Affinity cellAffinity_;
   std::vector<Pair> sortScratch_;
+  std::vector<std::span<const Pair>> pieces_;  // the workers' buffers, for the merge
 };
 
 template <class Fn>

@@ -1,0 +1,25 @@
+// Merging per-worker pair buffers into one list sorted by (a, b), shared by
+// both structures. Internal to the library (not installed).
+#pragma once
+
+#include <broadphase/jobs/scheduler.h>
+#include <broadphase/pair.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace bp {
+
+// Concatenates `buffers` into `out` sorted by (a, b), for pair indices below
+// `capacity`: an LSD radix sort on the compact key (a << idBits) | b. Keys
+// are unique, so the result is the same whatever the buffers' order and
+// split. `scratch` is reused storage. mergePairsParallel runs the passes as
+// tasks (per-chunk histograms, no atomics): for several threads and many
+// pairs.
+void mergePairs(std::span<const std::span<const Pair>> buffers, std::vector<Pair>& out,
+                std::vector<Pair>& scratch, uint32_t capacity);
+void mergePairsParallel(Scheduler& scheduler, std::span<const std::span<const Pair>> buffers,
+                        std::vector<Pair>& out, std::vector<Pair>& scratch, uint32_t capacity);
+
+}  // namespace bp
