@@ -23,6 +23,12 @@ inline bool reportedHere(uint8_t fi, uint8_t fj) {
 
 constexpr size_t kStreamChunk = 2048;
 
+// Cells per task of the refresh-and-sweep loop. Small, because cell costs
+// are very unequal on clustered scenes (a few cells at the cluster centres
+// hold most entries): two threads, 10^5, grain 32 -> 4 took clustered from
+// 28.0 to 22.4 ms a frame, uniform unchanged (1.88 / 1.85 ms).
+constexpr uint32_t kCellGrain = 4;
+
 // For each 8-bit lane mask, the indices of its set lanes in order, 4 bits
 // each from the lowest nibble (unused nibbles 0): the permute that packs the
 // passing lanes of a block to the front.
@@ -265,7 +271,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
   const CellMap& statics = maps_[kStaticLayer];
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
-  scheduler.forEach(0, cellUnits, 32, cellAffinity_, [&](uint32_t begin, uint32_t end) {
+  scheduler.forEach(0, cellUnits, kCellGrain, cellAffinity_, [&](uint32_t begin, uint32_t end) {
     PairBuffer& buffer = pairBuffers_.local();
     for (uint32_t u = begin; u < end; ++u) {
       const SweepCell& c = cells_[u].value;
