@@ -86,6 +86,28 @@ inline void copyToWide(BvhWideNode* wide, const uint32_t* wideSlot, const BvhNod
   }
 }
 
+// Cuts the tree under `root` breadth-first until there are kRefitSubtrees
+// subtrees to hand out as tasks (or nothing below): the nodes above the cut
+// go to `top` (refit serially afterwards, bottom-up), the subtree roots to
+// `frontier`. `descend(child)` says whether a child is followed.
+template <class Descend>
+void cutIntoSubtrees(const BvhNode* nodes, uint32_t root, std::vector<uint32_t>& top,
+                     std::vector<uint32_t>& frontier, std::vector<uint32_t>& next,
+                     Descend&& descend) {
+  top.clear();
+  frontier.assign(1, root);
+  while (frontier.size() < kRefitSubtrees) {
+    next.clear();
+    for (uint32_t n : frontier) {
+      top.push_back(n);
+      for (int s = 0; s < 2; ++s)
+        if (descend(nodes[n].child[s])) next.push_back(nodes[n].child[s]);
+    }
+    frontier.swap(next);
+    if (frontier.empty()) break;
+  }
+}
+
 // The last node of the subtree at r in preorder: keep taking the slot-1
 // subtree, or the slot-0 one when slot 1 is a leaf.
 uint32_t lastInPreorder(const BvhNode* nodes, uint32_t r) {
@@ -180,19 +202,8 @@ void Bvh::refit(BvhTree& tree, Scheduler& scheduler, bool everyNode) {
 
   std::vector<uint32_t>& top = scratchTop_;
   std::vector<uint32_t>& frontier = scratchFrontier_;
-  std::vector<uint32_t>& next = scratchNext_;
-  top.clear();
-  frontier.assign(1, tree.root);
-  while (frontier.size() < kRefitSubtrees) {
-    next.clear();
-    for (uint32_t n : frontier) {
-      top.push_back(n);
-      for (int s = 0; s < 2; ++s)
-        if (needsRefit(nodes, nodes[n].child[s], everyNode)) next.push_back(nodes[n].child[s]);
-    }
-    frontier.swap(next);
-    if (frontier.empty()) break;
-  }
+  cutIntoSubtrees(nodes, tree.root, top, frontier, scratchNext_,
+                  [&](uint32_t child) { return needsRefit(nodes, child, everyNode); });
   scheduler.forEach(0, static_cast<uint32_t>(frontier.size()), 1,
                     [&](uint32_t begin, uint32_t end) {
                       for (uint32_t k = begin; k < end; ++k)
@@ -217,19 +228,8 @@ void Bvh::refitOrdered(BvhTree& tree, Scheduler& scheduler) {
 
   std::vector<uint32_t>& top = scratchTop_;
   std::vector<uint32_t>& frontier = scratchFrontier_;
-  std::vector<uint32_t>& next = scratchNext_;
-  top.clear();
-  frontier.assign(1, tree.root);
-  while (frontier.size() < kRefitSubtrees) {
-    next.clear();
-    for (uint32_t n : frontier) {
-      top.push_back(n);
-      for (int s = 0; s < 2; ++s)
-        if (!isBvhLeaf(nodes[n].child[s])) next.push_back(nodes[n].child[s]);
-    }
-    frontier.swap(next);
-    if (frontier.empty()) break;
-  }
+  cutIntoSubtrees(nodes, tree.root, top, frontier, scratchNext_,
+                  [&](uint32_t child) { return !isBvhLeaf(child); });
   std::vector<double>& partial = scratchCost_;
   partial.assign(frontier.size(), 0.0);
   // Two instances of the sweep, so that the one without copies has no test.

@@ -52,20 +52,8 @@ class Scheduler {
   // task that would reuse its per-worker scratch.
   template <class Body>
   void forEach(uint32_t begin, uint32_t end, uint32_t grain, Body&& body) {
-    if (begin >= end) return;
-    if (grain == 0) grain = 1;
-    if (threads_ == 1 || end - begin <= grain) {
-      arena_->execute([&] { body(begin, end); });
-      return;
-    }
-    arena_->execute([&] {
-      tbb::this_task_arena::isolate([&] {
-        tbb::parallel_for(
-            tbb::blocked_range<uint32_t>(begin, end, grain),
-            [&](const tbb::blocked_range<uint32_t>& r) { body(r.begin(), r.end()); },
-            tbb::simple_partitioner());
-      });
-    });
+    tbb::simple_partitioner partitioner;
+    forEachWith(begin, end, grain, partitioner, body);
   }
 
   // Remembers which worker ran which part of a loop, so that the same loop
@@ -76,19 +64,7 @@ class Scheduler {
   // forEach, replaying the last assignment of parts to workers.
   template <class Body>
   void forEach(uint32_t begin, uint32_t end, uint32_t grain, Affinity& affinity, Body&& body) {
-    if (begin >= end) return;
-    if (grain == 0) grain = 1;
-    if (threads_ == 1 || end - begin <= grain) {
-      arena_->execute([&] { body(begin, end); });
-      return;
-    }
-    arena_->execute([&] {
-      tbb::this_task_arena::isolate([&] {
-        tbb::parallel_for(
-            tbb::blocked_range<uint32_t>(begin, end, grain),
-            [&](const tbb::blocked_range<uint32_t>& r) { body(r.begin(), r.end()); }, affinity);
-      });
-    });
+    forEachWith(begin, end, grain, affinity, body);
   }
 
   // Runs the callables concurrently (as tasks) and waits for all of them.
@@ -102,6 +78,24 @@ class Scheduler {
   }
 
  private:
+  template <class Partitioner, class Body>
+  void forEachWith(uint32_t begin, uint32_t end, uint32_t grain, Partitioner& partitioner,
+                   Body& body) {
+    if (begin >= end) return;
+    if (grain == 0) grain = 1;
+    if (threads_ == 1 || end - begin <= grain) {
+      arena_->execute([&] { body(begin, end); });
+      return;
+    }
+    arena_->execute([&] {
+      tbb::this_task_arena::isolate([&] {
+        tbb::parallel_for(
+            tbb::blocked_range<uint32_t>(begin, end, grain),
+            [&](const tbb::blocked_range<uint32_t>& r) { body(r.begin(), r.end()); }, partitioner);
+      });
+    });
+  }
+
   // oneTBB caps its worker pool at the core count; a scheduler asked for more
   // threads (oversubscription, e.g. determinism tests with 8 threads on 2
   // cores) raises the cap for as long as it lives.
