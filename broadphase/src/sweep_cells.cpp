@@ -268,11 +268,11 @@ void SweepGrid::refreshCell(uint32_t cell) {
     // dropped by the mask).
     const __m128i lo = _mm_cvttps_epi32(_mm_floor_ps(_mm_mul_ps(_mm_loadu_ps(b.min.data()), inv)));
     const int starts = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, coord))) & 7;
-    flags[e] = uint8_t(starts | (static_[id] ? kStaticFlag : 0));
+    flags[e] = uint8_t(starts);
 #else
     flags[e] =
         uint8_t((cellOf(b.min.x(), 0) == c.coord.x) | ((cellOf(b.min.y(), 1) == c.coord.y) << 1) |
-                ((cellOf(b.min.z(), 2) == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
+                ((cellOf(b.min.z(), 2) == c.coord.z) << 2));
 #endif
   }
   c.maxExtentX = maxExtentX;

@@ -82,9 +82,7 @@ void SweepGrid::remove(ProxyId id) {
 void SweepGrid::move(ProxyId id, const Aabb& box) {
   if (!pool_.isLive(id)) throwError(ErrorCode::staleHandle, describeHandle(id));
   requireValidBox(box);
-  boxes_[id.index] = box;
-  if (dirty_[id.index] == kDirtyNone) dirtyList_.push_back(id.index);
-  dirty_[id.index] = dirtyStateFor(id.index, box);
+  moveUnchecked(id.index, box);
 }
 
 void SweepGrid::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {

@@ -18,7 +18,7 @@ namespace {
 // Pairs are reported by the cell holding the min corner of the two boxes'
 // intersection: there, on each axis at least one of the two starts.
 inline bool reportedHere(uint8_t fi, uint8_t fj) {
-  return (((fi | fj) & kStartsHereMask) == kStartsHereMask) & ((fi & fj & kStaticFlag) == 0);
+  return ((fi | fj) & kStartsHereMask) == kStartsHereMask;
 }
 
 constexpr size_t kStreamChunk = 2048;

@@ -123,9 +123,8 @@ std::string SweepGrid::validate() const {
       if (e.min != b.min || e.max != b.max)
         return "cell keys differ from the exact box" + where + at(id);
       const CellRange& r = range_[id];
-      const uint8_t flags =
-          uint8_t((r.lo[0] == c.coord.x) | ((r.lo[1] == c.coord.y) << 1) |
-                  ((r.lo[2] == c.coord.z) << 2) | (static_[id] ? kStaticFlag : 0));
+      const uint8_t flags = uint8_t((r.lo[0] == c.coord.x) | ((r.lo[1] == c.coord.y) << 1) |
+                                    ((r.lo[2] == c.coord.z) << 2));
       if (c.flags[k] != flags) return "entry flags wrong" + where + at(id);
     }
     bounds.lo[0] = std::min(bounds.lo[0], c.coord.x);

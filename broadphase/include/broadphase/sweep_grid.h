@@ -122,9 +122,9 @@ inline constexpr uint8_t kDirtyRelink = 1;
 inline constexpr uint8_t kDirtyStayed = 2;
 
 // Entry flags: bit k (k = 0, 1, 2) set when the entry's box starts in this
-// cell on axis k; kStaticFlag when the proxy is static.
+// cell on axis k. (No static bit: statics have a layer of their own, so no
+// sweep ever meets two of them.)
 inline constexpr uint8_t kStartsHereMask = 0x7;
-inline constexpr uint8_t kStaticFlag = 0x8;
 
 // Padding after the n entries of each key array: the 8-wide sweep reads whole
 // blocks of 8 and stops on the +inf min x of the padding (the sentinel).
@@ -317,7 +317,7 @@ class SweepGrid {
   std::vector<uint32_t> dirtyCells_;  // cells to refresh in the current update
   CellRange gridBounds_{};            // bounds of all cell coords (cells_ not empty)
   bool gridBoundsStale_ = false;
-  bool refreshAll_ = false;  // between beginUpdate and finishUpdate: every cell is dirty
+  bool refreshAll_ = false;  // between beginUpdate and finishUpdate: every moving cell is dirty
 
   // Cell side per axis (x is cellStretchX times y and z), 0 until sized.
   float side_[3] = {0.0f, 0.0f, 0.0f};
