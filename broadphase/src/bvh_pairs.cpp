@@ -150,25 +150,6 @@ struct PairWalk {
       }
     }
   }
-
-  void run(const PairTask& task, BvhStack<PairTask>& stack, PairSink& sink) const {
-    stack.clear();
-    stack.push(task);
-    while (!stack.empty()) {
-      const PairTask t = stack.pop();
-      step(
-          t,
-          [&](const PairTask& c) {
-            // The pushed nodes are popped soon (LIFO): start loading them now.
-            if (!isBvhLeaf(c.a)) __builtin_prefetch(&dynamicNodes[c.a]);
-            if (c.kind != PairKind::self && !isBvhLeaf(c.b))
-              __builtin_prefetch(c.kind == PairKind::crossStatic ? &staticNodes[c.b]
-                                                                 : &dynamicNodes[c.b]);
-            stack.push(c);
-          },
-          &sink);
-    }
-  }
 };
 
 // The same recursion over the 4-wide copies of the trees (tight mode only:
@@ -267,25 +248,29 @@ struct WideWalk {
         push({ca, cb, t.kind});
     }
   }
-
-  void run(const PairTask& task, BvhStack<PairTask>& stack, PairSink& sink) const {
-    stack.clear();
-    stack.push(task);
-    while (!stack.empty()) {
-      const PairTask t = stack.pop();
-      step(
-          t,
-          [&](const PairTask& c) {
-            if (!isBvhLeaf(c.a)) __builtin_prefetch(&dynamicNodes[c.a]);
-            if (c.kind != PairKind::self && !isBvhLeaf(c.b))
-              __builtin_prefetch(c.kind == PairKind::crossStatic ? &staticNodes[c.b]
-                                                                 : &dynamicNodes[c.b]);
-            stack.push(c);
-          },
-          &sink);
-    }
-  }
 };
+
+// Runs one task of a walk (PairWalk or WideWalk) to the end with an explicit
+// stack, leaf pairs to `sink`.
+template <class Walk>
+void runTask(const Walk& walk, const PairTask& task, BvhStack<PairTask>& stack, PairSink& sink) {
+  stack.clear();
+  stack.push(task);
+  while (!stack.empty()) {
+    const PairTask t = stack.pop();
+    walk.step(
+        t,
+        [&](const PairTask& c) {
+          // The pushed nodes are popped soon (LIFO): start loading them now.
+          if (!isBvhLeaf(c.a)) __builtin_prefetch(&walk.dynamicNodes[c.a]);
+          if (c.kind != PairKind::self && !isBvhLeaf(c.b))
+            __builtin_prefetch(c.kind == PairKind::crossStatic ? &walk.staticNodes[c.b]
+                                                               : &walk.dynamicNodes[c.b]);
+          stack.push(c);
+        },
+        &sink);
+  }
+}
 
 // Unrolls the top of a walk's recursion into `tasks` until there are enough
 // to share among workers, then runs them with per-worker buffers.
@@ -305,7 +290,7 @@ void runPairWalk(const Walk& walk, Scheduler& scheduler, std::vector<PairTask>& 
   scheduler.forEach(0, static_cast<uint32_t>(tasks.size()), 1, [&](uint32_t begin, uint32_t end) {
     PairSink sink{&buffers.local(), consume};
     BvhStack<PairTask> stack;
-    for (uint32_t k = begin; k < end; ++k) walk.run(tasks[k], stack, sink);
+    for (uint32_t k = begin; k < end; ++k) runTask(walk, tasks[k], stack, sink);
     sink.flush();
   });
 }
