@@ -4,8 +4,6 @@
 
 #include "broad_phase_side.h"
 
-#include <broadphase/jobs/per_worker.h>
-
 #include <tbb/parallel_sort.h>
 
 #include <algorithm>

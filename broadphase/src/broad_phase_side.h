@@ -6,7 +6,6 @@
 
 #include <broadphase/broad_phase.h>
 #include <broadphase/bvh.h>
-#include <broadphase/jobs/per_worker.h>
 #include <broadphase/sweep_grid.h>
 
 #include <memory>
@@ -58,9 +57,6 @@ struct BroadPhase::Side {
     visit([&](auto& s) { s.findPairs(scheduler, pairs); });
   }
 
-  void update(Scheduler& scheduler) {
-    visit([&](auto& s) { s.update(scheduler); });
-  }
   bool contains(ProxyId id) const {
     return visit([&](const auto& s) { return s.contains(id); });
   }

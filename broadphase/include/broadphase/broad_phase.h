@@ -22,7 +22,6 @@
 #pragma once
 
 #include <broadphase/error.h>
-#include <broadphase/jobs/per_worker.h>
 #include <broadphase/jobs/scheduler.h>
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
