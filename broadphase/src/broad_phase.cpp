@@ -44,9 +44,8 @@ BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
 
 // `automatic` is the sweep: measured fastest for a frame's pairs on every
 // standard scene and on static/moving mixes, since statics sit in cells of
-// their own that a frame never re-sorts (one thread, 10^5, through this
-// facade: static 0.84 ms vs 2.97 for the tree; uniform with every 2nd box
-// static 4.2 ms vs 16.9 for statics in a tree queried by each mover).
+// their own that a frame never re-sorts (figures and how they were measured:
+// docs/threading.md, "automatic").
 std::unique_ptr<BroadPhase::Side> BroadPhase::makeStructure() const {
   return config_.structure == Structure::bvh ? Side::makeBvh(config_) : Side::makeSweep(config_);
 }
