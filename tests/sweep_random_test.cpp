@@ -157,6 +157,15 @@ TEST(SweepGridRandom, AutomaticCellSize) {
   for (uint64_t seed = 1; seed <= 4; ++seed) runSequence(seed, SweepGridConfig{}, 1500);
 }
 
+TEST(SweepGridRandom, EachKernel) {
+  SweepGridConfig config;
+  config.kernel = SweepKernel::narrow;
+  for (uint64_t seed = 30; seed <= 31; ++seed) runSequence(seed, config, 1000);
+  if (!SweepGrid().usesWideKernel()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  config.kernel = SweepKernel::wide;
+  for (uint64_t seed = 30; seed <= 31; ++seed) runSequence(seed, config, 1000);
+}
+
 TEST(SweepGridRandom, SmallCellsAndEagerOverflow) {
   SweepGridConfig config;
   config.cellSize = 1.0f;

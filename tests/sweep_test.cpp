@@ -120,6 +120,24 @@ TEST_P(SweepGridStretch, StandardScenesMatchReference) {
   for (SceneKind kind : kAllScenes) checkStandardScene(kind, config(), /*withOracle=*/false);
 }
 
+// The 8-lane and the 16-lane kernels on every cell (automatic mixes them by
+// cell crowding): the oracle and the reference hash on every scene. Without
+// AVX-512, `wide` must refuse to construct rather than fall back silently.
+TEST(SweepGrid, EachKernelMatchesOracleAndReference) {
+  SweepGridConfig narrow;
+  narrow.kernel = SweepKernel::narrow;
+  EXPECT_FALSE(SweepGrid(narrow).usesWideKernel());
+  for (SceneKind kind : kAllScenes) checkStandardScene(kind, narrow, true);
+  SweepGridConfig wide;
+  wide.kernel = SweepKernel::wide;
+  if (!SweepGrid().usesWideKernel()) {
+    EXPECT_THROW(SweepGrid{wide}, Error);
+    GTEST_SKIP() << "no AVX-512 on this CPU: the 16-lane kernel is not run";
+  }
+  EXPECT_TRUE(SweepGrid(wide).usesWideKernel());
+  for (SceneKind kind : kAllScenes) checkStandardScene(kind, wide, true);
+}
+
 // Small cells: many boxes span several cells (the dedup rule at work) and the
 // large boxes of `sizes` go to the overflow set.
 TEST(SweepGrid, StandardScenesWithSmallCellsAndOverflow) {

@@ -41,6 +41,16 @@ class HandlePool {
     return id.index < generation_.size() && live_[id.index] &&
            generation_[id.index] == id.generation;
   }
+  // isLive() without branches, for batch checks whose handles are nearly
+  // always good: an index out of range reads slot 0 (or nothing when the
+  // pool is empty) and fails.
+  bool isLiveBranchFree(ProxyId id) const {
+    const uint32_t n = static_cast<uint32_t>(generation_.size());
+    if (n == 0) return false;
+    const bool inside = id.index < n;
+    const uint32_t i = inside ? id.index : 0;
+    return inside & (live_[i] != 0) & (generation_[i] == id.generation);
+  }
   bool isLiveIndex(uint32_t index) const { return index < live_.size() && live_[index]; }
   ProxyId handleOf(uint32_t index) const { return {index, generation_[index]}; }
 

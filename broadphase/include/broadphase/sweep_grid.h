@@ -69,6 +69,8 @@
 
 namespace bp {
 
+enum class SweepKernel : uint8_t { automatic, narrow, wide };
+
 struct SweepGridConfig {
   // Side of a cell in world units; 0 picks it from the boxes at the first
   // update: the larger of cellSizeFactor x the median largest edge of the live
@@ -94,6 +96,13 @@ struct SweepGridConfig {
   // thread, N = 10^5: 1 -> 4 takes uniform from 3.9 to 3.4 ms, sizes 5.2 to
   // 4.1, plane 3.5 to 2.9, static 2.0 to 1.8. In [1, 64].
   float cellStretchX = 4.0f;
+  // Which cell sweep runs. automatic: the 16-lane AVX-512 kernel on cells
+  // crowded enough to fill its blocks, when the CPU has it (checked at run
+  // time; the build's baseline stays x86-64-v3), else the 8-lane AVX2 kernel
+  // (the scalar loop in a build without AVX2). narrow: always the latter.
+  // wide: the 16-lane kernel on every cell; the constructor throws when the
+  // CPU lacks AVX-512. Every kernel gives the same pairs.
+  SweepKernel kernel = SweepKernel::automatic;
 };
 
 // The closed range of cells a box overlaps: lo = cell of min, hi = cell of max.
@@ -126,9 +135,9 @@ inline constexpr uint8_t kDirtyStayed = 2;
 // sweep ever meets two of them.)
 inline constexpr uint8_t kStartsHereMask = 0x7;
 
-// Padding after the n entries of each key array: the 8-wide sweep reads whole
-// blocks of 8 and stops on the +inf min x of the padding (the sentinel).
-inline constexpr uint32_t kSweepPad = 8;
+// Padding after the n entries of each key array: the sweeps read whole
+// blocks of 8 or 16 and stop on the +inf min x of the padding (the sentinel).
+inline constexpr uint32_t kSweepPad = 16;
 
 // One occupied cell. Members are sorted by (min x, id) after every update.
 // keys holds six arrays of stride n + kSweepPad, in this order: min x, max x,
@@ -140,6 +149,10 @@ struct SweepCell {
   uint8_t dirty = 0;        // queued for refresh in the current update
   uint8_t leaving = 0;      // a member left: compact before the refresh
   float maxExtentX = 0.0f;  // largest max x - min x of the members (after refresh)
+  float sumExtentX = 0.0f;  // their sum: over the cell's length, the mean candidates an entry meets
+  // ids[0, sorted) are the members of the last refresh, in its order; the
+  // rest were appended since (boxes that entered the cell).
+  uint32_t sorted = 0;
   std::vector<uint32_t> ids;
   std::vector<float> keys;
   std::vector<uint8_t> flags;  // n + kSweepPad, padding 0
@@ -211,6 +224,8 @@ class SweepGrid {
   uint32_t cellCount() const { return static_cast<uint32_t>(cells_.size()); }
   uint32_t overflowCount() const { return static_cast<uint32_t>(overflow_.size()); }
   bool hasPendingChanges() const { return !dirtyList_.empty(); }
+  // The 16-lane kernel runs (SweepGridConfig::kernel).
+  bool usesWideKernel() const { return wide_; }
 
  private:
   // --- registration (sweep_cells.cpp)
@@ -247,23 +262,38 @@ class SweepGrid {
   void markDirty(uint32_t index);  // as kDirtyRelink
   // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
   void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler);
+  bool checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
+                  uint32_t end, uint8_t* states) const;
+  uint32_t writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
+                      uint32_t end, const uint8_t* states, uint32_t* out);
   uint8_t dirtyStateFor(uint32_t index, const Aabb& box) const {
+#if defined(__AVX2__)
+    return dirtyStateFor(index, loadBox(box));
+#else
     // Before the first update there are no cells (side_ is 0): relink.
     if (side_[0] == 0.0f || kind_[index] != Registration::cells || layer_[index] != static_[index])
       return kDirtyRelink;
-#if defined(__AVX2__)
-    // rangeOf() and the compare, six lanes at once (lanes 6 and 7 are 0 == 0).
-    const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
-    const __m256 v =
-        _mm256_mul_ps(_mm256_maskload_ps(box.min.data(), six), _mm256_loadu_ps(invSide8_));
-    const __m256i cells = _mm256_cvttps_epi32(_mm256_floor_ps(v));
-    const __m256i registered = _mm256_maskload_epi32(range_[index].lo, six);
-    return _mm256_movemask_epi8(_mm256_cmpeq_epi32(cells, registered)) == -1 ? kDirtyStayed
-                                                                             : kDirtyRelink;
-#else
     return rangeOf(box) == range_[index] ? kDirtyStayed : kDirtyRelink;
 #endif
   }
+#if defined(__AVX2__)
+  // The six floats of a box (min x, y, z, max x, y, z) in lanes 0-5, 0 in 6
+  // and 7.
+  static __m256i sixLanes() { return _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0); }
+  static __m256 loadBox(const Aabb& box) { return _mm256_maskload_ps(box.min.data(), sixLanes()); }
+  // The same test on a box in lanes, without a branch: rangeOf() and the
+  // compare six lanes at once (lanes 6 and 7 are 0 == 0). Before the first
+  // update there are no cells (side_ is 0): relink.
+  uint8_t dirtyStateFor(uint32_t index, __m256 box) const {
+    const bool inCells = (side_[0] != 0.0f) & (kind_[index] == Registration::cells) &
+                         (layer_[index] == static_[index]);
+    const __m256i cells =
+        _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_mul_ps(box, _mm256_loadu_ps(invSide8_))));
+    const __m256i registered = _mm256_maskload_epi32(range_[index].lo, sixLanes());
+    const bool same = _mm256_movemask_epi8(_mm256_cmpeq_epi32(cells, registered)) == -1;
+    return inCells & same ? kDirtyStayed : kDirtyRelink;
+  }
+#endif
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
@@ -293,6 +323,7 @@ class SweepGrid {
   bool forEachCellInRange(const CellRange& r, Fn&& fn) const;
 
   SweepGridConfig config_;
+  bool wide_ = false;  // the 16-lane kernels (sweep_kernel_wide.h)
   HandlePool pool_;
 
   // Per proxy index (size capacity()).

@@ -1,0 +1,143 @@
+// The 16-lane cell sweeps (see sweep_kernel_wide.h). Same tests, same dedup
+// rule and same output set as the 8-lane kernels of sweep_kernel.cpp; only
+// the order of pairs within a worker's buffer may differ, and the merge sorts
+// that away.
+#include "sweep_kernel_wide.h"
+
+#include <cmath>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define BP_HAVE_WIDE_KERNEL 1
+#include <immintrin.h>
+#endif
+
+// GCC 12's AVX-512 headers pass _mm512_undefined_epi32() as the unused source
+// of unmasked intrinsics, which -Wmaybe-uninitialized reports at every call
+// site; nothing here reads an undefined lane.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace bp::wide {
+
+#if defined(BP_HAVE_WIDE_KERNEL)
+
+#define BP_WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,popcnt")))
+
+bool available() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }();
+  return yes;
+}
+
+namespace {
+
+// Writes the pairs of entry `idi` with the lanes of `pass` of the block whose
+// ids start at `ids`: the passing ids are compressed to the front, paired
+// (lower id first) and all sixteen pairs stored, of which popcount(pass) are
+// kept. Only lanes of `pass` are loaded.
+BP_WIDE_TARGET inline void emitPairs(PairBuffer& out, __m512i idi, const uint32_t* ids,
+                                     __mmask16 pass) {
+  const __m512i idj = _mm512_maskz_loadu_epi32(pass, ids);
+  const __m512i packed = _mm512_maskz_compress_epi32(pass, idj);
+  const __m512i lo = _mm512_min_epu32(idi, packed);
+  const __m512i hi = _mm512_max_epu32(idi, packed);
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second =
+      _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  Pair* w = out.writable(16);
+  _mm512_storeu_si512(w, _mm512_permutex2var_epi32(lo, first, hi));
+  _mm512_storeu_si512(w + 8, _mm512_permutex2var_epi32(lo, second, hi));
+  out.advance(uint32_t(__builtin_popcount(pass)));
+}
+
+// Lanes where the OR of the two entries' starts-here bits is 0b111.
+BP_WIDE_TARGET inline __mmask16 reportedHere16(const uint8_t* flags, __m512i fi) {
+  const __m512i fj = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(flags)));
+  const __m512i starts = _mm512_set1_epi32(7);
+  return _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_or_si512(fj, fi), starts), starts);
+}
+
+}  // namespace
+
+// As SweepGrid::sweepCell: keys sorted on min x, so the lanes passing x are a
+// prefix and the scan goes on only while a block is entirely inside (the
+// +inf padding ends it). The five compares are independent and ANDed, so the
+// pair branch resolves early.
+BP_WIDE_TARGET void sweepCell(const CellArrays& c, PairBuffer& out) {
+  const float* minX = c.key[0];
+  const float* maxX = c.key[1];
+  const float* minY = c.key[2];
+  const float* maxY = c.key[3];
+  const float* minZ = c.key[4];
+  const float* maxZ = c.key[5];
+  for (uint32_t i = 0; i < c.n; ++i) {
+    const __m512 xi = _mm512_set1_ps(maxX[i]);
+    const __m512 loY = _mm512_set1_ps(minY[i]), hiY = _mm512_set1_ps(maxY[i]);
+    const __m512 loZ = _mm512_set1_ps(minZ[i]), hiZ = _mm512_set1_ps(maxZ[i]);
+    const __m512i fi = _mm512_set1_epi32(c.flags[i]);
+    const __m512i idi = _mm512_set1_epi32(int(c.ids[i]));
+    for (uint32_t j = i + 1;; j += 16) {
+      const __mmask16 inX = _mm512_cmp_ps_mask(_mm512_loadu_ps(minX + j), xi, _CMP_LE_OQ);
+      const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_loadu_ps(minY + j), hiY, _CMP_LE_OQ) &
+                            _mm512_cmp_ps_mask(loY, _mm512_loadu_ps(maxY + j), _CMP_LE_OQ);
+      const __mmask16 inZ = _mm512_cmp_ps_mask(_mm512_loadu_ps(minZ + j), hiZ, _CMP_LE_OQ) &
+                            _mm512_cmp_ps_mask(loZ, _mm512_loadu_ps(maxZ + j), _CMP_LE_OQ);
+      const __mmask16 pass = inX & inY & inZ & reportedHere16(c.flags + j, fi);
+      emitPairs(out, idi, c.ids + j, pass);
+      if (inX != 0xFFFF) break;
+    }
+  }
+}
+
+// As SweepGrid::sweepCellAgainst: a forward-only cursor skips the static
+// entries that start more than `reach` before the moving box.
+BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, const CellArrays& t, float reach,
+                                     PairBuffer& out) {
+  const float* sMinX = t.key[0];
+  const float* sMaxX = t.key[1];
+  const float* sMinY = t.key[2];
+  const float* sMaxY = t.key[3];
+  const float* sMinZ = t.key[4];
+  const float* sMaxZ = t.key[5];
+  uint32_t cursor = 0;
+  for (uint32_t i = 0; i < m.n; ++i) {
+    const float mMinX = m.key[0][i], mMaxX = m.key[1][i];
+    const __m512 fromAll = _mm512_set1_ps(mMinX - (reach + std::fabs(mMinX) * 0x1p-22f));
+    for (;;) {
+      const __mmask16 below =
+          _mm512_cmp_ps_mask(_mm512_loadu_ps(sMinX + cursor), fromAll, _CMP_LT_OQ);
+      cursor += uint32_t(__builtin_popcount(below));
+      if (below != 0xFFFF) break;
+    }
+    const __m512 hiX = _mm512_set1_ps(mMaxX), loX = _mm512_set1_ps(mMinX);
+    const __m512 loY = _mm512_set1_ps(m.key[2][i]), hiY = _mm512_set1_ps(m.key[3][i]);
+    const __m512 loZ = _mm512_set1_ps(m.key[4][i]), hiZ = _mm512_set1_ps(m.key[5][i]);
+    const __m512i fi = _mm512_set1_epi32(m.flags[i]);
+    const __m512i idi = _mm512_set1_epi32(int(m.ids[i]));
+    for (uint32_t j = cursor;; j += 16) {
+      const __mmask16 inX = _mm512_cmp_ps_mask(_mm512_loadu_ps(sMinX + j), hiX, _CMP_LE_OQ);
+      const __mmask16 reachX = _mm512_cmp_ps_mask(loX, _mm512_loadu_ps(sMaxX + j), _CMP_LE_OQ);
+      const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_loadu_ps(sMinY + j), hiY, _CMP_LE_OQ) &
+                            _mm512_cmp_ps_mask(loY, _mm512_loadu_ps(sMaxY + j), _CMP_LE_OQ);
+      const __mmask16 inZ = _mm512_cmp_ps_mask(_mm512_loadu_ps(sMinZ + j), hiZ, _CMP_LE_OQ) &
+                            _mm512_cmp_ps_mask(loZ, _mm512_loadu_ps(sMaxZ + j), _CMP_LE_OQ);
+      const __mmask16 pass = inX & reachX & inY & inZ & reportedHere16(t.flags + j, fi);
+      emitPairs(out, idi, t.ids + j, pass);
+      if (inX != 0xFFFF) break;
+    }
+  }
+}
+
+#else
+
+bool available() { return false; }
+void sweepCell(const CellArrays&, PairBuffer&) {}
+void sweepCellAgainst(const CellArrays&, const CellArrays&, float, PairBuffer&) {}
+
+#endif
+
+}  // namespace bp::wide
