@@ -85,6 +85,25 @@ bool insertionSortKeys(uint64_t* keys, uint32_t n, uint64_t budget) {
   return true;
 }
 
+// One pass of bubble sort without branches: the larger key is carried
+// forward (min/max with conditional moves). It settles the keys that moved
+// one place down and any that moved up, so the insertion sort after it
+// mostly finds its keys in place, and its branch is predicted: a quarter of
+// the entries of uniform 10^5 change places each frame, mostly by one,
+// which cost a mispredicted branch each. A/B on uniform 10^5, one thread:
+// 2.64 -> 2.44 ms a frame; plane unchanged (1.84 / 1.87). A second pass
+// carrying the smaller key backward gained nothing more.
+void bubbleForward(uint64_t* keys, uint32_t n) {
+  if (n < 2) return;
+  uint64_t carry = keys[0];
+  for (uint32_t i = 1; i < n; ++i) {
+    const uint64_t k = keys[i];
+    keys[i - 1] = k < carry ? k : carry;
+    carry = k < carry ? carry : k;
+  }
+  keys[n - 1] = carry;
+}
+
 // Sorts the n keys of a refreshed cell: keys[0, old) are last frame's
 // members in last frame's order with their new keys (nearly sorted: an
 // insertion sort repairs them, std::sort past a budget of 8 shifts a key),
@@ -99,6 +118,7 @@ void sortOrder(uint64_t* keys, uint32_t old, uint32_t n) {
     std::sort(keys, keys + n);
     return;
   }
+  bubbleForward(keys, old);
   if (!insertionSortKeys(keys, old, 8 * uint64_t(old) + 64)) std::sort(keys, keys + old);
   if (entrants == 0) return;
   uint64_t* in = keys + old;

@@ -49,9 +49,12 @@ BP_WIDE_TARGET inline void emitPairs(PairBuffer& out, __m512i idi, const uint32_
   const __m512i second =
       _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   Pair* w = out.writable(16);
+  const uint32_t count = uint32_t(__builtin_popcount(pass));
   _mm512_storeu_si512(w, _mm512_permutex2var_epi32(lo, first, hi));
-  _mm512_storeu_si512(w + 8, _mm512_permutex2var_epi32(lo, second, hi));
-  out.advance(uint32_t(__builtin_popcount(pass)));
+  // More than 8 pairs from one block is rare but on dense piles, so the
+  // branch is predicted either way.
+  if (count > 8) _mm512_storeu_si512(w + 8, _mm512_permutex2var_epi32(lo, second, hi));
+  out.advance(count);
 }
 
 // Lanes where the OR of the two entries' starts-here bits is 0b111.
