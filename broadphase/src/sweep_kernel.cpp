@@ -71,7 +71,7 @@ namespace {
 // pairs are stored, of which popcount(pass) are kept. Only the lanes of
 // `readable` are loaded (a masked load: the lanes past the end are never
 // read).
-inline void emitPairs(PairBuffer& out, __m256i idi, const uint32_t* ids, __m256 readable,
+inline void emitPairs(PairWriter& out, __m256i idi, const uint32_t* ids, __m256 readable,
                       uint32_t pass) {
   const __m256i idj =
       _mm256_maskload_epi32(reinterpret_cast<const int*>(ids), _mm256_castps_si256(readable));
@@ -84,7 +84,7 @@ inline void emitPairs(PairBuffer& out, __m256i idi, const uint32_t* ids, __m256 
   const __m256i hi = _mm256_max_epu32(idi, packed);
   const __m256i p0 = _mm256_unpacklo_epi32(lo, hi);  // pairs 0, 1 | 4, 5
   const __m256i p1 = _mm256_unpackhi_epi32(lo, hi);  // pairs 2, 3 | 6, 7
-  Pair* w = out.writable(8);
+  Pair* w = out.block();
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(w), _mm256_permute2x128_si256(p0, p1, 0x20));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + 4), _mm256_permute2x128_si256(p0, p1, 0x31));
   out.advance(uint32_t(__builtin_popcount(pass)));
@@ -104,7 +104,12 @@ inline __m256 reportedHere8(const uint8_t* flags, __m256i fiAll) {
 
 // A moving cell against itself: moving cells hold no static entry, so only
 // the dedup rule filters.
-void SweepGrid::sweepCell(uint32_t cell, PairBuffer& out) const {
+void SweepGrid::sweepCell(uint32_t cell, PairBuffer& buffer) const {
+#if defined(__AVX2__)
+  PairWriter out(buffer);
+#else
+  PairBuffer& out = buffer;
+#endif
   const SweepCell& c = cells_[cell].value;
   const uint32_t n = c.size();
   const float* minX = c.key(0);
@@ -141,6 +146,7 @@ void SweepGrid::sweepCell(uint32_t cell, PairBuffer& out) const {
       if (_mm256_movemask_ps(inX) != 0xFF) break;
     }
   }
+  out.finish();
 #else
   for (uint32_t i = 0; i < n; ++i) {
     const uint8_t fi = flags[i];
@@ -162,10 +168,19 @@ void SweepGrid::sweepCell(uint32_t cell, PairBuffer& out) const {
 // (a cursor that only moves forward, as the moving keys are sorted) and runs
 // while the static min x is within the moving box. No static entry is
 // visited for itself: a frame's cost follows the moving entries only.
-void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell, PairBuffer& out) const {
+void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell,
+                                 PairBuffer& buffer) const {
+#if defined(__AVX2__)
+  PairWriter out(buffer);
+#else
+  PairBuffer& out = buffer;
+#endif
   const SweepCell& m = cells_[movingCell].value;
   const SweepCell& t = cells_[staticCell].value;
   const uint32_t nm = m.size();
+  const float* const mKey[6] = {m.key(0), m.key(1), m.key(2), m.key(3), m.key(4), m.key(5)};
+  const uint8_t* mFlags = m.flags.data();
+  const uint32_t* mIds = m.ids.data();
   const float* sMinX = t.key(0);
   const float* sMaxX = t.key(1);
   const float* sMinY = t.key(2);
@@ -179,7 +194,7 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell, PairB
   const float reach = t.maxExtentX * (1.0f + 0x1p-20f);
   uint32_t cursor = 0;
   for (uint32_t i = 0; i < nm; ++i) {
-    const float mMinX = m.key(0)[i], mMaxX = m.key(1)[i];
+    const float mMinX = mKey[0][i], mMaxX = mKey[1][i];
     const float from = mMinX - (reach + std::fabs(mMinX) * 0x1p-22f);
 #if defined(__AVX2__)
     // Static min x below `from` is a prefix; the +inf padding stops it.
@@ -191,10 +206,10 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell, PairB
       if (below != 0xFF) break;
     }
     const __m256 hiX = _mm256_set1_ps(mMaxX), loX = _mm256_set1_ps(mMinX);
-    const __m256 loY = _mm256_set1_ps(m.key(2)[i]), hiY = _mm256_set1_ps(m.key(3)[i]);
-    const __m256 loZ = _mm256_set1_ps(m.key(4)[i]), hiZ = _mm256_set1_ps(m.key(5)[i]);
-    const __m256i fiAll = _mm256_set1_epi32(m.flags[i]);
-    const __m256i idi = _mm256_set1_epi32(int(m.ids[i]));
+    const __m256 loY = _mm256_set1_ps(mKey[2][i]), hiY = _mm256_set1_ps(mKey[3][i]);
+    const __m256 loZ = _mm256_set1_ps(mKey[4][i]), hiZ = _mm256_set1_ps(mKey[5][i]);
+    const __m256i fiAll = _mm256_set1_epi32(mFlags[i]);
+    const __m256i idi = _mm256_set1_epi32(int(mIds[i]));
     for (uint32_t j = cursor;; j += 8) {
       const __m256 inX = _mm256_cmp_ps(_mm256_loadu_ps(sMinX + j), hiX, _CMP_LE_OQ);
       const __m256 reachX = _mm256_cmp_ps(loX, _mm256_loadu_ps(sMaxX + j), _CMP_LE_OQ);
@@ -210,9 +225,9 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell, PairB
     }
 #else
     while (sMinX[cursor] < from) ++cursor;
-    const uint8_t fi = m.flags[i];
-    const uint32_t idi = m.ids[i];
-    const float loY = m.key(2)[i], hiY = m.key(3)[i], loZ = m.key(4)[i], hiZ = m.key(5)[i];
+    const uint8_t fi = mFlags[i];
+    const uint32_t idi = mIds[i];
+    const float loY = mKey[2][i], hiY = mKey[3][i], loZ = mKey[4][i], hiZ = mKey[5][i];
     for (uint32_t j = cursor; sMinX[j] <= mMaxX; ++j) {
       const bool inside = (mMinX <= sMaxX[j]) & (sMinY[j] <= hiY) & (loY <= sMaxY[j]) &
                           (sMinZ[j] <= hiZ) & (loZ <= sMaxZ[j]);
@@ -220,6 +235,9 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell, PairB
     }
 #endif
   }
+#if defined(__AVX2__)
+  out.finish();
+#endif
 }
 
 // Every pair of overflow box o with a box registered in cells, each reported

@@ -39,7 +39,7 @@ namespace {
 // ids start at `ids`: the passing ids are compressed to the front, paired
 // (lower id first) and all sixteen pairs stored, of which popcount(pass) are
 // kept. Only lanes of `pass` are loaded.
-BP_WIDE_TARGET inline void emitPairs(PairBuffer& out, __m512i idi, const uint32_t* ids,
+BP_WIDE_TARGET inline void emitPairs(PairWriter& out, __m512i idi, const uint32_t* ids,
                                      __mmask16 pass) {
   const __m512i idj = _mm512_maskz_loadu_epi32(pass, ids);
   const __m512i packed = _mm512_maskz_compress_epi32(pass, idj);
@@ -48,7 +48,7 @@ BP_WIDE_TARGET inline void emitPairs(PairBuffer& out, __m512i idi, const uint32_
   const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i second =
       _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  Pair* w = out.writable(16);
+  Pair* w = out.block();
   const uint32_t count = uint32_t(__builtin_popcount(pass));
   _mm512_storeu_si512(w, _mm512_permutex2var_epi32(lo, first, hi));
   // More than 8 pairs from one block is rare but on dense piles, so the
@@ -70,36 +70,44 @@ BP_WIDE_TARGET inline __mmask16 reportedHere16(const uint8_t* flags, __m512i fi)
 // prefix and the scan goes on only while a block is entirely inside (the
 // +inf padding ends it). The five compares are independent and ANDed, so the
 // pair branch resolves early.
-BP_WIDE_TARGET void sweepCell(const CellArrays& c, PairBuffer& out) {
+BP_WIDE_TARGET void sweepCell(const CellArrays& c, PairBuffer& buffer) {
+  PairWriter out(buffer);
+  const uint8_t* flags = c.flags;
+  const uint32_t* ids = c.ids;
+  const uint32_t n = c.n;
   const float* minX = c.key[0];
   const float* maxX = c.key[1];
   const float* minY = c.key[2];
   const float* maxY = c.key[3];
   const float* minZ = c.key[4];
   const float* maxZ = c.key[5];
-  for (uint32_t i = 0; i < c.n; ++i) {
+  for (uint32_t i = 0; i < n; ++i) {
     const __m512 xi = _mm512_set1_ps(maxX[i]);
     const __m512 loY = _mm512_set1_ps(minY[i]), hiY = _mm512_set1_ps(maxY[i]);
     const __m512 loZ = _mm512_set1_ps(minZ[i]), hiZ = _mm512_set1_ps(maxZ[i]);
-    const __m512i fi = _mm512_set1_epi32(c.flags[i]);
-    const __m512i idi = _mm512_set1_epi32(int(c.ids[i]));
+    const __m512i fi = _mm512_set1_epi32(flags[i]);
+    const __m512i idi = _mm512_set1_epi32(int(ids[i]));
     for (uint32_t j = i + 1;; j += 16) {
       const __mmask16 inX = _mm512_cmp_ps_mask(_mm512_loadu_ps(minX + j), xi, _CMP_LE_OQ);
       const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_loadu_ps(minY + j), hiY, _CMP_LE_OQ) &
                             _mm512_cmp_ps_mask(loY, _mm512_loadu_ps(maxY + j), _CMP_LE_OQ);
       const __mmask16 inZ = _mm512_cmp_ps_mask(_mm512_loadu_ps(minZ + j), hiZ, _CMP_LE_OQ) &
                             _mm512_cmp_ps_mask(loZ, _mm512_loadu_ps(maxZ + j), _CMP_LE_OQ);
-      const __mmask16 pass = inX & inY & inZ & reportedHere16(c.flags + j, fi);
-      emitPairs(out, idi, c.ids + j, pass);
+      const __mmask16 pass = inX & inY & inZ & reportedHere16(flags + j, fi);
+      emitPairs(out, idi, ids + j, pass);
       if (inX != 0xFFFF) break;
     }
   }
+  out.finish();
 }
 
 // As SweepGrid::sweepCellAgainst: a forward-only cursor skips the static
 // entries that start more than `reach` before the moving box.
 BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, const CellArrays& t, float reach,
-                                     PairBuffer& out) {
+                                     PairBuffer& buffer) {
+  PairWriter out(buffer);
+  const uint8_t* sFlags = t.flags;
+  const uint32_t* sIds = t.ids;
   const float* sMinX = t.key[0];
   const float* sMaxX = t.key[1];
   const float* sMinY = t.key[2];
@@ -107,8 +115,12 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, const CellArrays& t, f
   const float* sMinZ = t.key[4];
   const float* sMaxZ = t.key[5];
   uint32_t cursor = 0;
-  for (uint32_t i = 0; i < m.n; ++i) {
-    const float mMinX = m.key[0][i], mMaxX = m.key[1][i];
+  const float* const mKey[6] = {m.key[0], m.key[1], m.key[2], m.key[3], m.key[4], m.key[5]};
+  const uint8_t* mFlags = m.flags;
+  const uint32_t* mIds = m.ids;
+  const uint32_t nm = m.n;
+  for (uint32_t i = 0; i < nm; ++i) {
+    const float mMinX = mKey[0][i], mMaxX = mKey[1][i];
     const __m512 fromAll = _mm512_set1_ps(mMinX - (reach + std::fabs(mMinX) * 0x1p-22f));
     for (;;) {
       const __mmask16 below =
@@ -117,10 +129,10 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, const CellArrays& t, f
       if (below != 0xFFFF) break;
     }
     const __m512 hiX = _mm512_set1_ps(mMaxX), loX = _mm512_set1_ps(mMinX);
-    const __m512 loY = _mm512_set1_ps(m.key[2][i]), hiY = _mm512_set1_ps(m.key[3][i]);
-    const __m512 loZ = _mm512_set1_ps(m.key[4][i]), hiZ = _mm512_set1_ps(m.key[5][i]);
-    const __m512i fi = _mm512_set1_epi32(m.flags[i]);
-    const __m512i idi = _mm512_set1_epi32(int(m.ids[i]));
+    const __m512 loY = _mm512_set1_ps(mKey[2][i]), hiY = _mm512_set1_ps(mKey[3][i]);
+    const __m512 loZ = _mm512_set1_ps(mKey[4][i]), hiZ = _mm512_set1_ps(mKey[5][i]);
+    const __m512i fi = _mm512_set1_epi32(mFlags[i]);
+    const __m512i idi = _mm512_set1_epi32(int(mIds[i]));
     for (uint32_t j = cursor;; j += 16) {
       const __mmask16 inX = _mm512_cmp_ps_mask(_mm512_loadu_ps(sMinX + j), hiX, _CMP_LE_OQ);
       const __mmask16 reachX = _mm512_cmp_ps_mask(loX, _mm512_loadu_ps(sMaxX + j), _CMP_LE_OQ);
@@ -128,11 +140,12 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, const CellArrays& t, f
                             _mm512_cmp_ps_mask(loY, _mm512_loadu_ps(sMaxY + j), _CMP_LE_OQ);
       const __mmask16 inZ = _mm512_cmp_ps_mask(_mm512_loadu_ps(sMinZ + j), hiZ, _CMP_LE_OQ) &
                             _mm512_cmp_ps_mask(loZ, _mm512_loadu_ps(sMaxZ + j), _CMP_LE_OQ);
-      const __mmask16 pass = inX & reachX & inY & inZ & reportedHere16(t.flags + j, fi);
-      emitPairs(out, idi, t.ids + j, pass);
+      const __mmask16 pass = inX & reachX & inY & inZ & reportedHere16(sFlags + j, fi);
+      emitPairs(out, idi, sIds + j, pass);
       if (inX != 0xFFFF) break;
     }
   }
+  out.finish();
 }
 
 #else

@@ -29,6 +29,9 @@ class PairBuffer {
     return storage_.data() + size_;
   }
   void advance(size_t k) { size_ += k; }
+  // For kernels that keep the write position in a register (a PairWriter).
+  Pair* storageEnd() { return storage_.data() + storage_.size(); }
+  void setEnd(const Pair* at) { size_ = size_t(at - storage_.data()); }
   void push(const Pair& p) {
     *writable(1) = p;
     ++size_;
@@ -40,6 +43,36 @@ class PairBuffer {
 
   std::vector<Pair> storage_;
   size_t size_ = 0;
+};
+
+// A kernel's write position in registers: the kernel stores whole blocks of
+// up to kBlock pairs at `at` and moves it by the number kept. A local object
+// whose address does not escape, so the compiler keeps `at` and `end` in
+// registers across the kernel's vector stores, which it could not do for a
+// PairBuffer's fields (any store might alias them). finish() hands the
+// pairs back.
+class PairWriter {
+ public:
+  static constexpr size_t kBlock = 16;
+  explicit PairWriter(PairBuffer& buffer) : buffer_(buffer) { refill(); }
+  // Room for a block at the returned pointer.
+  Pair* block() {
+    if (size_t(end_ - at_) < kBlock) [[unlikely]]
+      refill();
+    return at_;
+  }
+  void advance(size_t k) { at_ += k; }
+  void finish() { buffer_.setEnd(at_); }
+
+ private:
+  void refill() {
+    if (at_) buffer_.setEnd(at_);
+    at_ = buffer_.writable(kBlock);
+    end_ = buffer_.storageEnd();
+  }
+  PairBuffer& buffer_;
+  Pair* at_ = nullptr;
+  Pair* end_ = nullptr;
 };
 
 }  // namespace bp
