@@ -257,6 +257,90 @@ void SweepGrid::removeFromOverflow(uint32_t index) {
   overflowPos_[index] = kNullIndex;
 }
 
+#if defined(__AVX2__)
+// The SoA pass of refreshCell for whole blocks of 8 entries: 8 boxes loaded
+// as rows, transposed to the six key columns (22 shuffles instead of 48
+// scalar loads and stores), the starts-here flags and the x extents computed
+// on the columns. Returns how many entries it wrote (a multiple of 8); the
+// caller's scalar loop does the rest and carries on the extent max and sum.
+uint32_t SweepGrid::gatherSoA8(SweepCell& c, const uint64_t* order, float* const k[6],
+                               uint8_t* flags, float& maxExtentX, float& sumExtentX) const {
+  const uint32_t n = c.size();
+  uint32_t* ids = c.ids.data();
+  const __m256 invX = _mm256_set1_ps(invSide_[0]);
+  const __m256 invY = _mm256_set1_ps(invSide_[1]);
+  const __m256 invZ = _mm256_set1_ps(invSide_[2]);
+  const __m256i cx = _mm256_set1_epi32(c.coord.x);
+  const __m256i cy = _mm256_set1_epi32(c.coord.y);
+  const __m256i cz = _mm256_set1_epi32(c.coord.z);
+  const __m256i lowDwords = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  const __m256i flagBytes = _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0);
+  __m256 maxExt = _mm256_setzero_ps(), sumExt = _mm256_setzero_ps();
+  uint32_t e = 0;
+  for (; e + 8 <= n; e += 8) {
+    const uint64_t* o = order + e;
+    // ids: the low halves of the 8 keys.
+    const __m256i lo4 = _mm256_permutevar8x32_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(o)), lowDwords);
+    const __m256i hi4 = _mm256_permutevar8x32_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(o + 4)), lowDwords);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(ids + e), _mm256_blend_epi32(lo4, hi4, 0xF0));
+    // Rows: box q in lanes 0-5 (min x, y, z, max x, y, z).
+    const __m256 r0 = loadBox(boxes_[uint32_t(o[0])]), r1 = loadBox(boxes_[uint32_t(o[1])]);
+    const __m256 r2 = loadBox(boxes_[uint32_t(o[2])]), r3 = loadBox(boxes_[uint32_t(o[3])]);
+    const __m256 r4 = loadBox(boxes_[uint32_t(o[4])]), r5 = loadBox(boxes_[uint32_t(o[5])]);
+    const __m256 r6 = loadBox(boxes_[uint32_t(o[6])]), r7 = loadBox(boxes_[uint32_t(o[7])]);
+    // Transpose: t* interleave row pairs, s* hold four rows' fields f (low
+    // half) and f + 4 (high half), the columns join rows 0-3 and 4-7.
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    const __m256 minX = _mm256_permute2f128_ps(s0, s4, 0x20);
+    const __m256 maxY = _mm256_permute2f128_ps(s0, s4, 0x31);
+    const __m256 minY = _mm256_permute2f128_ps(s1, s5, 0x20);
+    const __m256 maxZ = _mm256_permute2f128_ps(s1, s5, 0x31);
+    const __m256 minZ = _mm256_permute2f128_ps(s2, s6, 0x20);
+    const __m256 maxX = _mm256_permute2f128_ps(s3, s7, 0x20);
+    _mm256_storeu_ps(k[0] + e, minX);
+    _mm256_storeu_ps(k[1] + e, maxX);
+    _mm256_storeu_ps(k[2] + e, minY);
+    _mm256_storeu_ps(k[3] + e, maxY);
+    _mm256_storeu_ps(k[4] + e, minZ);
+    _mm256_storeu_ps(k[5] + e, maxZ);
+    const __m256 extent = _mm256_sub_ps(maxX, minX);
+    maxExt = _mm256_max_ps(maxExt, extent);
+    sumExt = _mm256_add_ps(sumExt, extent);
+    // Flags: cellOf() of the min corner against the cell's coordinates, the
+    // same floor(v * 1/s) as cellOf().
+    auto startsHere = [](__m256 v, __m256 inv, __m256i at, int bit) {
+      const __m256i cellOfV = _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_mul_ps(v, inv)));
+      return _mm256_and_si256(_mm256_cmpeq_epi32(cellOfV, at), _mm256_set1_epi32(bit));
+    };
+    const __m256i f = _mm256_or_si256(
+        _mm256_or_si256(startsHere(minX, invX, cx, 1), startsHere(minY, invY, cy, 2)),
+        startsHere(minZ, invZ, cz, 4));
+    // 8 dwords of 0-7 to 8 bytes: packs within each half, then the two
+    // halves' first dwords side by side.
+    const __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(f, f), _mm256_setzero_si256());
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(flags + e),
+                     _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(bytes, flagBytes)));
+  }
+  // Horizontal max and sum, in a fixed order (the sum feeds only the choice
+  // of kernel, but stays deterministic).
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, maxExt);
+  for (const float v : lanes) maxExtentX = std::max(maxExtentX, v);
+  _mm256_store_ps(lanes, sumExt);
+  for (const float v : lanes) sumExtentX += v;
+  return e;
+}
+#endif
+
 void SweepGrid::refreshCell(uint32_t cell) {
   SweepCell& c = cells_[cell].value;
   c.dirty = 0;
@@ -281,7 +365,10 @@ void SweepGrid::refreshCell(uint32_t cell) {
   const uint32_t total = c.size();
   uint32_t kept = 0, keptOld = 0;
   for (uint32_t e = 0; e < total; ++e) {
-    if (e + kAhead < total) __builtin_prefetch(&boxes_[ids[e + kAhead]]);
+    if (e + kAhead < total) {
+      __builtin_prefetch(&boxes_[ids[e + kAhead]]);
+      __builtin_prefetch(&rangeChanged_[ids[e + kAhead]]);
+    }
     const uint32_t id = ids[e];
     const bool keep = !compact || !rangeChanged_[id] ||
                       (kind_[id] == Registration::cells && layer_[id] == c.layer &&
@@ -314,7 +401,11 @@ void SweepGrid::refreshCell(uint32_t cell) {
   const __m128i coord = _mm_setr_epi32(c.coord.x, c.coord.y, c.coord.z, 0);
 #endif
   float maxExtentX = 0.0f, sumExtentX = 0.0f;
-  for (uint32_t e = 0; e < n; ++e) {
+  uint32_t e = 0;
+#if defined(__AVX2__)
+  e = gatherSoA8(c, order, k, flags, maxExtentX, sumExtentX);
+#endif
+  for (; e < n; ++e) {
     const uint32_t id = uint32_t(order[e]);
     ids[e] = id;
     const Aabb& b = boxes_[id];

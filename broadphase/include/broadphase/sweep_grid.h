@@ -255,6 +255,10 @@ class SweepGrid {
   void markRangeDirty(const CellRange& r, uint8_t layer);
   void markRangeLeaving(const CellRange& r, uint8_t layer, bool markDirty);
   void refreshCell(uint32_t cell);
+#if defined(__AVX2__)
+  uint32_t gatherSoA8(SweepCell& c, const uint64_t* order, float* const k[6], uint8_t* flags,
+                      float& maxExtentX, float& sumExtentX) const;
+#endif
   void removeEmptyCells();
   void recomputeGridBounds();
   void addToOverflow(uint32_t index);
