@@ -71,8 +71,7 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
     range_.resize(n, CellRange{});
     overflowPos_.resize(n, kNullIndex);
     layer_.resize(n, kMovingLayer);
-    // 3 bytes of padding: the refresh reads each flag as a dword (a gather).
-    rangeChanged_.resize(n + 3, 0);
+    rangeChanged_.resize(n + 3, 0);  // padded (see the declaration)
   }
   boxes_[id.index] = box;
   static_[id.index] = isStatic ? 1 : 0;

@@ -338,7 +338,9 @@ class SweepGrid {
   std::vector<CellRange> range_;       // registered range (kind_ != none)
   std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
   std::vector<uint8_t> layer_;         // layer registered in (kind_ == cells)
-  std::vector<uint8_t> rangeChanged_;  // 1 during update(): left some cells
+  // 1 during update(): left some cells. Three bytes longer than capacity():
+  // the refresh reads each flag as a dword (a gather).
+  std::vector<uint8_t> rangeChanged_ = std::vector<uint8_t>(3, 0);
 
   std::vector<uint32_t> dirtyList_;  // indices added/moved/removed since update
   std::vector<uint32_t> overflow_;   // indices registered as overflow
