@@ -234,15 +234,6 @@ void SweepGrid::markRangeDirty(const CellRange& r, uint8_t layer) {
   });
 }
 
-void SweepGrid::markRangeLeaving(const CellRange& r, uint8_t layer, bool markDirty) {
-  forEachCoord(r, [&](const CellCoord& c) {
-    const uint32_t idx = maps_[layer].find(c);
-    if (idx == CellMap::kAbsent) return;
-    cells_[idx].value.leaving = 1;
-    if (markDirty) markCellDirty(idx);
-  });
-}
-
 void SweepGrid::addToOverflow(uint32_t index) {
   overflowPos_[index] = static_cast<uint32_t>(overflow_.size());
   overflow_.push_back(index);
@@ -342,6 +333,7 @@ uint32_t SweepGrid::gatherSoA8(SweepCell& c, const uint64_t* order, float* const
 #endif
 
 void SweepGrid::refreshCell(uint32_t cell) {
+  applyCellEvents(cell);
   SweepCell& c = cells_[cell].value;
   c.dirty = 0;
   const bool compact = c.leaving != 0;
@@ -542,49 +534,6 @@ void SweepGrid::refreshListedCells(Scheduler& scheduler) {
                     });
 }
 
-// Brings the registration of proxy i in line with its box (added, removed,
-// moved out of its cells, or regridded): leaves the cells it left, joins the
-// ones it entered, or moves to/from the overflow set. Cells are marked for
-// refresh unless every moving cell is refreshed anyway (refreshAll).
-void SweepGrid::relink(uint32_t i, bool refreshAll) {
-  const uint8_t newLayer = static_[i] ? kStaticLayer : kMovingLayer;
-  const bool mark = !refreshAll || newLayer == kStaticLayer;
-  const Registration oldKind = kind_[i];
-  const uint8_t oldLayer = layer_[i];
-  CellRange newRange{};
-  Registration newKind = Registration::none;
-  if (pool_.isLiveIndex(i)) {
-    newRange = rangeOf(boxes_[i]);
-    newKind = classify(newRange);
-  }
-  const CellRange& oldRange = range_[i];
-  const bool wasInCells = oldKind == Registration::cells && oldLayer == newLayer;
-  if (wasInCells && newKind == Registration::cells && oldRange == newRange) {
-    if (mark) markRangeDirty(newRange, newLayer);
-    return;
-  }
-  if (oldKind == Registration::cells) {
-    markRangeLeaving(oldRange, oldLayer, !refreshAll || oldLayer == kStaticLayer);
-    rangeChanged_[i] = 1;
-    changed_.push_back(i);
-  }
-  if (oldKind == Registration::overflow && newKind != Registration::overflow) removeFromOverflow(i);
-  if (newKind == Registration::cells) {
-    forEachCoord(newRange, [&](const CellCoord& c) {
-      if (wasInCells && rangeContains(oldRange, c)) return;
-      const uint32_t idx = findOrCreateCell(c, newLayer);
-      std::vector<uint32_t>& ids = cells_[idx].value.ids;
-      if (ids.size() == ids.capacity()) ids.reserve(ids.size() + ids.size() / 2 + 8);
-      ids.push_back(i);
-      if (mark) markCellDirty(idx);
-    });
-    layer_[i] = newLayer;
-  }
-  if (newKind == Registration::overflow && oldKind != Registration::overflow) addToOverflow(i);
-  kind_[i] = newKind;
-  if (newKind != Registration::none) range_[i] = newRange;
-}
-
 bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   if (dirtyList_.empty()) return false;
 
@@ -617,33 +566,28 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
   refreshAll_ = refreshAll;
   if (refreshAll) {
-    // Moving proxies that stayed need nothing but their flag cleared: that
-    // scan runs in parallel chunks, each listing the rest in its own stretch
-    // of relinkScratch_, which are then applied serially, chunk by chunk,
-    // i.e. in dirty-list order, as the serial loop would.
+    // Moving proxies that stayed need nothing but their flag cleared. That
+    // scan runs in parallel chunks, and each chunk also plans the relinks of
+    // the rest (a static that stayed still needs its listed cells
+    // refreshed: its plan marks them); resolveRelinks() then applies the
+    // plans in dirty-list order, leaving each cell's share to its refresh.
     constexpr uint32_t kChunk = 8192;
     const uint32_t chunks = (nd + kChunk - 1) / kChunk;
-    relinkScratch_.resize(nd);
-    relinkCounts_.resize(chunks);
+    if (relinkPlans_.size() < chunks) relinkPlans_.resize(chunks);
     scheduler.forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
       for (uint32_t c = begin; c < end; ++c) {
-        uint32_t* listed = relinkScratch_.data() + size_t(c) * kChunk;
-        uint32_t count = 0;
+        RelinkPlan& plan = relinkPlans_[c];
+        plan.clear();
         const uint32_t last = std::min(nd, (c + 1) * kChunk);
         for (uint32_t k = c * kChunk; k < last; ++k) {
           const uint32_t i = dirtyList_[k];
-          // A static that stayed still needs its (listed) cells refreshed:
-          // relink() marks them.
-          listed[count] = i;
-          count += (dirty_[i] != kDirtyStayed) | static_[i];
+          const bool needsRelink = (dirty_[i] != kDirtyStayed) | static_[i];
           dirty_[i] = kDirtyNone;
+          if (needsRelink) planRelink(i, true, plan);
         }
-        relinkCounts_[c] = count;
       }
     });
-    for (uint32_t c = 0; c < chunks; ++c)
-      for (uint32_t k = 0; k < relinkCounts_[c]; ++k)
-        relink(relinkScratch_[size_t(c) * kChunk + k], true);
+    resolveRelinks(chunks);
   } else {
     for (uint32_t k = 0; k < nd; ++k) {
       const uint32_t i = dirtyList_[k];
@@ -670,6 +614,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
 void SweepGrid::finishUpdate() {
   for (const uint32_t i : changed_) rangeChanged_[i] = 0;
   changed_.clear();
+  cellEventBegin_.clear();
 
   // (4) Release the cells that emptied.
   removeEmptyCells();

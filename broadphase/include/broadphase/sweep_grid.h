@@ -253,7 +253,6 @@ class SweepGrid {
   uint32_t findOrCreateCell(const CellCoord& c, uint8_t layer);
   void markCellDirty(uint32_t cell);
   void markRangeDirty(const CellRange& r, uint8_t layer);
-  void markRangeLeaving(const CellRange& r, uint8_t layer, bool markDirty);
   void refreshCell(uint32_t cell);
 #if defined(__AVX2__)
   uint32_t gatherSoA8(SweepCell& c, const uint64_t* order, float* const k[6], uint8_t* flags,
@@ -302,7 +301,38 @@ class SweepGrid {
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
   bool beginUpdate(Scheduler& scheduler);
-  void relink(uint32_t index, bool refreshAll);
+
+  // --- membership changes (sweep_relink.cpp)
+  // One change a relink makes to a cell: the proxy enters it, may have left
+  // it, or only needs it refreshed (touch). `cell` is kAbsent for a cell to
+  // create at `coord` in `layer`; `mark` lists the cell for refresh.
+  struct CellEvent {
+    enum : uint8_t { kEnter, kLeave, kTouch };
+    uint32_t cell;
+    uint32_t proxy;
+    uint8_t kind;
+    uint8_t mark;
+    uint8_t layer;
+    CellCoord coord;
+  };
+  // The relinks of a run of proxies: their cell events, the proxies whose
+  // range changed, overflow additions (true) and removals, in proxy order.
+  struct RelinkPlan {
+    std::vector<CellEvent> events;
+    std::vector<uint32_t> changed;
+    std::vector<std::pair<uint32_t, bool>> overflow;
+    void clear() {
+      events.clear();
+      changed.clear();
+      overflow.clear();
+    }
+  };
+  void planRelink(uint32_t index, bool refreshAll, RelinkPlan& plan);
+  void relink(uint32_t index, bool refreshAll);  // plan and apply, now
+  void applyOrderedParts(const RelinkPlan& plan);
+  static void appendMember(SweepCell& cell, uint32_t proxy);
+  void resolveRelinks(uint32_t planCount);
+  void applyCellEvents(uint32_t cell);
   void refreshListedCells(Scheduler& scheduler);  // the cells in dirtyCells_
   void finishUpdate();
 
@@ -364,8 +394,13 @@ class SweepGrid {
 
   // Scratch kept between frames so a steady state allocates nothing.
   std::vector<uint32_t> changed_;        // indices with rangeChanged_ set
-  std::vector<uint32_t> relinkScratch_;  // beginUpdate: relinks found per chunk
-  std::vector<uint32_t> relinkCounts_;
+  std::vector<RelinkPlan> relinkPlans_;  // beginUpdate: one per chunk of the dirty list
+  // Between resolveRelinks() and finishUpdate(): the enter (proxy) and leave
+  // (kNullIndex) events of cell c are cellEvents_[cellEventBegin_[c],
+  // cellEventBegin_[c + 1]); empty otherwise.
+  std::vector<uint32_t> cellEventBegin_;
+  std::vector<uint32_t> cellEventFill_;
+  std::vector<uint32_t> cellEvents_;
   std::vector<uint8_t> moveStates_;      // move(): each entry's new dirty state
   std::vector<uint32_t> chunkFresh_;     // move(): per chunk, entries newly dirty
   std::vector<uint8_t> chunkAscending_;  // move(): per chunk, indices strictly increasing

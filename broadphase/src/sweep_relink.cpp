@@ -1,0 +1,169 @@
+// SweepGrid's membership changes: a proxy that was added, removed, or moved
+// out of its registered cells leaves some cells and enters others.
+//
+// A relink is planned first (planRelink: the proxy's new range, its own
+// per-proxy fields, and a list of cell events, each with the cell found by a
+// read-only lookup), then applied. Planning touches only the proxy's own
+// fields and reads the cell maps, so the plans of many proxies can be made in
+// parallel tasks; applying them is what must follow the dirty-list order, so
+// that the layout of the cells is the same for any thread count:
+// - serially, one proxy at a time (relink(): the path for small updates);
+// - or, when every moving cell is refreshed anyway, in two steps:
+//   resolveRelinks() runs serially in dirty-list order but does only the
+//   order-dependent part (creating the cells that were missing, the overflow
+//   set, listing cells for refresh) and groups the enter/leave events by
+//   cell, stably; each cell then applies its own events at the start of its
+//   refresh (applyCellEvents), in the parallel refresh tasks. The expensive
+//   part, the scattered writes into cells, is off the serial path. (Uniform
+//   10^5: about 3.7 k proxies relink a frame; applied serially they cost
+//   about 0.13 ms a frame, the largest serial step on two threads.)
+#include <broadphase/sweep_grid.h>
+
+#include <algorithm>
+
+namespace bp {
+
+namespace {
+
+bool rangeContains(const CellRange& r, const CellCoord& c) {
+  return (r.lo[0] <= c.x) & (c.x <= r.hi[0]) & (r.lo[1] <= c.y) & (c.y <= r.hi[1]) &
+         (r.lo[2] <= c.z) & (c.z <= r.hi[2]);
+}
+
+template <class Fn>
+void forEachCoord(const CellRange& r, Fn&& fn) {
+  for (int32_t x = r.lo[0]; x <= r.hi[0]; ++x)
+    for (int32_t y = r.lo[1]; y <= r.hi[1]; ++y)
+      for (int32_t z = r.lo[2]; z <= r.hi[2]; ++z) fn(CellCoord{x, y, z});
+}
+
+}  // namespace
+
+// Plans the relink of proxy i into `plan` and updates the proxy's own fields
+// (kind_, range_, layer_, rangeChanged_). Reads the cell maps, writes no
+// cell: safe in parallel for distinct proxies. Cells are to be marked for
+// refresh unless every moving cell is refreshed anyway (refreshAll).
+void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
+  const uint8_t newLayer = static_[i] ? kStaticLayer : kMovingLayer;
+  const bool mark = !refreshAll || newLayer == kStaticLayer;
+  const Registration oldKind = kind_[i];
+  const uint8_t oldLayer = layer_[i];
+  CellRange newRange{};
+  Registration newKind = Registration::none;
+  if (pool_.isLiveIndex(i)) {
+    newRange = rangeOf(boxes_[i]);
+    newKind = classify(newRange);
+  }
+  const CellRange oldRange = range_[i];
+  const bool wasInCells = oldKind == Registration::cells && oldLayer == newLayer;
+  if (wasInCells && newKind == Registration::cells && oldRange == newRange) {
+    // Same cells: only their refresh (a moved static's cells are listed).
+    if (mark)
+      forEachCoord(newRange, [&](const CellCoord& c) {
+        const uint32_t idx = maps_[newLayer].find(c);
+        if (idx != CellMap::kAbsent)
+          plan.events.push_back({idx, i, CellEvent::kTouch, 1, newLayer, c});
+      });
+    return;
+  }
+  if (oldKind == Registration::cells) {
+    // Every old cell is told a member may have left; a member still inside
+    // is kept by the compaction (rangeChanged_ and its new range).
+    const uint8_t markOld = !refreshAll || oldLayer == kStaticLayer;
+    forEachCoord(oldRange, [&](const CellCoord& c) {
+      const uint32_t idx = maps_[oldLayer].find(c);
+      if (idx != CellMap::kAbsent)
+        plan.events.push_back({idx, i, CellEvent::kLeave, markOld, oldLayer, c});
+    });
+    rangeChanged_[i] = 1;
+    plan.changed.push_back(i);
+  }
+  if (oldKind == Registration::overflow && newKind != Registration::overflow)
+    plan.overflow.push_back({i, false});
+  if (newKind == Registration::cells) {
+    forEachCoord(newRange, [&](const CellCoord& c) {
+      if (wasInCells && rangeContains(oldRange, c)) return;
+      // kAbsent: the cell is created when the plan is applied.
+      plan.events.push_back({maps_[newLayer].find(c), i, CellEvent::kEnter, mark, newLayer, c});
+    });
+    layer_[i] = newLayer;
+  }
+  if (newKind == Registration::overflow && oldKind != Registration::overflow)
+    plan.overflow.push_back({i, true});
+  kind_[i] = newKind;
+  if (newKind != Registration::none) range_[i] = newRange;
+}
+
+void SweepGrid::relink(uint32_t i, bool refreshAll) {
+  RelinkPlan& plan = relinkPlans_.empty() ? relinkPlans_.emplace_back() : relinkPlans_[0];
+  plan.clear();
+  planRelink(i, refreshAll, plan);
+  for (const CellEvent& e : plan.events) {
+    const uint32_t idx = e.cell != CellMap::kAbsent ? e.cell : findOrCreateCell(e.coord, e.layer);
+    SweepCell& cell = cells_[idx].value;
+    if (e.kind == CellEvent::kEnter) appendMember(cell, e.proxy);
+    if (e.kind == CellEvent::kLeave) cell.leaving = 1;
+    if (e.mark) markCellDirty(idx);
+  }
+  applyOrderedParts(plan);
+}
+
+// The parts of a plan whose effect depends on the order of proxies: the
+// overflow set's order and the list of proxies whose range changed.
+void SweepGrid::applyOrderedParts(const RelinkPlan& plan) {
+  for (const auto& [proxy, add] : plan.overflow)
+    if (add)
+      addToOverflow(proxy);
+    else
+      removeFromOverflow(proxy);
+  changed_.insert(changed_.end(), plan.changed.begin(), plan.changed.end());
+}
+
+void SweepGrid::appendMember(SweepCell& cell, uint32_t proxy) {
+  std::vector<uint32_t>& ids = cell.ids;
+  if (ids.size() == ids.capacity()) ids.reserve(ids.size() + ids.size() / 2 + 8);
+  ids.push_back(proxy);
+}
+
+// Applies the plans of relinkPlans_[0, count), in order, leaving the enter and
+// leave events to each cell's refresh: creates the missing cells, lists the
+// cells to refresh, updates the overflow set, then groups the events by cell
+// (a stable counting sort, so each cell sees its events in dirty-list order).
+void SweepGrid::resolveRelinks(uint32_t count) {
+  for (uint32_t p = 0; p < count; ++p) {
+    RelinkPlan& plan = relinkPlans_[p];
+    for (CellEvent& e : plan.events) {
+      if (e.cell == CellMap::kAbsent) e.cell = findOrCreateCell(e.coord, e.layer);
+      if (e.mark) markCellDirty(e.cell);
+    }
+    applyOrderedParts(plan);
+  }
+  const size_t cells = cells_.size();
+  cellEventBegin_.assign(cells + 1, 0);
+  for (uint32_t p = 0; p < count; ++p)
+    for (const CellEvent& e : relinkPlans_[p].events)
+      cellEventBegin_[e.cell + 1] += e.kind != CellEvent::kTouch;
+  for (size_t c = 0; c < cells; ++c) cellEventBegin_[c + 1] += cellEventBegin_[c];
+  cellEvents_.resize(cellEventBegin_[cells]);
+  cellEventFill_.assign(cellEventBegin_.begin(), cellEventBegin_.end() - 1);
+  for (uint32_t p = 0; p < count; ++p)
+    for (const CellEvent& e : relinkPlans_[p].events)
+      if (e.kind != CellEvent::kTouch)
+        cellEvents_[cellEventFill_[e.cell]++] = e.kind == CellEvent::kEnter ? e.proxy : kNullIndex;
+}
+
+// A cell's own enter and leave events from resolveRelinks(), at the start of
+// its refresh (by the task refreshing it: no other task touches this cell).
+void SweepGrid::applyCellEvents(uint32_t cell) {
+  if (size_t(cell) + 1 >= cellEventBegin_.size()) return;
+  SweepCell& c = cells_[cell].value;
+  for (uint32_t k = cellEventBegin_[cell]; k < cellEventBegin_[cell + 1]; ++k) {
+    const uint32_t proxy = cellEvents_[k];
+    if (proxy == kNullIndex)
+      c.leaving = 1;
+    else
+      appendMember(c, proxy);
+  }
+}
+
+}  // namespace bp
