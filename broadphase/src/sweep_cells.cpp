@@ -6,12 +6,14 @@
 // holds each member once, sorted by (min x, id), with its SoA arrays equal to
 // the members' exact boxes.
 //
-// Steps: (1) the new range of every dirty proxy, in parallel; (2) serially,
-// the membership diff: a proxy whose range is unchanged only marks its cells
-// for a key refresh, one whose range changed is appended to the cells it
-// enters (and the cells it leaves are marked, to be compacted); (3) the marked
-// cells are compacted, regathered and re-sorted in parallel; (4) empty cells
-// are released.
+// Steps: (1) the dirty proxies are scanned; those that left their cells are
+// relinked (sweep_relink.cpp): a proxy whose range is unchanged only marks
+// its cells for a key refresh, one whose range changed enters the cells it
+// enters (and the cells it leaves are marked, to be compacted); with every
+// moving cell to refresh, the scan and the relink plans run in parallel and
+// each cell applies its own membership changes; (2) the marked cells are
+// compacted, regathered and re-sorted in parallel; (3) empty cells are
+// released.
 //
 // Coherence policy (measured with bench/micro/sweep_bench.cpp, one thread,
 // N = 10^5, every box moving): keeping each cell's order and repairing it by
@@ -554,8 +556,8 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
     return false;
   }
 
-  // (1)+(2) The membership diff, serially, in dirty-list order (so the layout
-  // of the cells does not depend on the thread count). move() already told
+  // (1) The membership diff, in dirty-list order where order matters (so the
+  // layout of the cells does not depend on the thread count). move() already told
   // which proxies stayed in their registered cells (kDirtyStayed: most, in a
   // frame of small moves); those need no work here when every cell is
   // refreshed anyway. When most cells would be touched, refreshing all of
@@ -601,7 +603,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   }
   dirtyList_.clear();
 
-  // (3) is the caller's: the cells in dirtyCells_ are refreshed, then (when
+  // (2) is the caller's: the cells in dirtyCells_ are refreshed, then (when
   // refreshAll_) every moving cell whose `dirty` is still set (by update(),
   // or by findPairs() just before it sweeps the cell, while its arrays are in
   // cache); then finishUpdate().
@@ -616,7 +618,7 @@ void SweepGrid::finishUpdate() {
   changed_.clear();
   cellEventBegin_.clear();
 
-  // (4) Release the cells that emptied.
+  // (3) Release the cells that emptied.
   removeEmptyCells();
   dirtyCells_.clear();
   refreshAll_ = false;

@@ -26,20 +26,28 @@
 //   a 3-bit "starts here" mask, and the pair is reported when the OR of the two
 //   masks is 0b111. No global dedup pass, no hash set.
 // - Coherence: a cell keeps its order from the last update; moved boxes get
-//   their keys regathered and an insertion sort on 8-byte (min x, id) keys
-//   repairs the order (std::sort when the repair runs over budget). A box
-//   whose range of cells changed touches only the cells it leaves and enters.
+//   their keys regathered, a branch-free bubble pass and an insertion sort on
+//   8-byte (min x, id) keys repair the order (std::sort when the repair runs
+//   over budget), and the boxes that entered the cell are sorted apart and
+//   merged in. A box whose range of cells changed touches only the cells it
+//   leaves and enters.
 // - All structural work is deferred to update(): add/move/remove only record
 //   the new box and mark the proxy dirty; the batch move also tells whether
 //   the box stays in its registered cells (most do), which then need no
 //   membership work.
-// - Threads: the batch move's checks, update()'s scan of the dirty proxies,
-//   the cell refreshes and sweeps (fused: a cell is refreshed by the task that
-//   sweeps it) run as Scheduler::forEach tasks; pairs go to per-worker buffers
-//   and are merged by a (parallel) radix sort on the unique pair key, so the
-//   sorted list is the same for any thread count. Membership changes are
-//   applied serially in dirty-list order. Queries are const and thread-safe
-//   between updates; rays walk the cells with a 3D DDA (sweep_query.cpp).
+// - Kernels: an 8-lane AVX2 sweep, and a 16-lane AVX-512 one compiled apart
+//   and chosen at run time for cells crowded enough to fill its blocks
+//   (SweepGridConfig::kernel; sweep_kernel_wide.h).
+// - Threads: the batch move's checks, update()'s scan of the dirty proxies
+//   with the planning of their relinks, the cell refreshes and sweeps (fused:
+//   a cell applies its membership changes and is refreshed by the task that
+//   sweeps it) run as Scheduler::forEach tasks; pairs go to per-worker
+//   buffers and are merged by a (parallel) radix sort on the unique pair key,
+//   so the sorted list is the same for any thread count. The order-dependent
+//   part of the membership changes (creating cells, the overflow set) is
+//   applied serially in dirty-list order (sweep_relink.cpp; docs/threading.md
+//   lists the steps). Queries are const and thread-safe between updates; rays
+//   walk the cells with a 3D DDA (sweep_query.cpp).
 #pragma once
 
 #include <broadphase/function_ref.h>
