@@ -14,9 +14,10 @@ namespace bp {
 // Concatenates `buffers` into `out` sorted by (a, b), for pair indices below
 // `capacity`: an LSD radix sort on the compact key (a << idBits) | b. Keys
 // are unique, so the result is the same whatever the buffers' order and
-// split. `scratch` is reused storage. mergePairsParallel runs the passes as
-// tasks (per-chunk histograms, no atomics): for several threads and many
-// pairs.
+// split. `scratch` is reused storage. mergePairsParallel, for several threads
+// and many pairs, first splits the pairs by key range into parts of about
+// equal size, then sorts each part on one thread (no atomics, no
+// synchronisation between the passes of a part).
 void mergePairs(std::span<const std::span<const Pair>> buffers, std::vector<Pair>& out,
                 std::vector<Pair>& scratch, uint32_t capacity);
 void mergePairsParallel(Scheduler& scheduler, std::span<const std::span<const Pair>> buffers,
