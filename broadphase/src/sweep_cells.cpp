@@ -27,6 +27,8 @@
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
 
+#include "sweep_cell_range.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -45,18 +47,6 @@ constexpr float kMinCellSize = 0x1p-5f;
 constexpr float kMaxCellSize = 0x1p24f;
 
 float clampCellSize(float s) { return std::min(std::max(s, kMinCellSize), kMaxCellSize); }
-
-bool rangeContains(const CellRange& r, const CellCoord& c) {
-  return (r.lo[0] <= c.x) & (c.x <= r.hi[0]) & (r.lo[1] <= c.y) & (c.y <= r.hi[1]) &
-         (r.lo[2] <= c.z) & (c.z <= r.hi[2]);
-}
-
-template <class Fn>
-void forEachCoord(const CellRange& r, Fn&& fn) {
-  for (int32_t x = r.lo[0]; x <= r.hi[0]; ++x)
-    for (int32_t y = r.lo[1]; y <= r.hi[1]; ++y)
-      for (int32_t z = r.lo[2]; z <= r.hi[2]; ++z) fn(CellCoord{x, y, z});
-}
 
 // The sort key of an entry: min x mapped to a uint32 that orders like the
 // float (sign flipped for positives, all bits for negatives), then the proxy

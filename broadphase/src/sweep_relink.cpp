@@ -19,25 +19,11 @@
 //   about 0.13 ms a frame, the largest serial step on two threads.)
 #include <broadphase/sweep_grid.h>
 
+#include "sweep_cell_range.h"
+
 #include <algorithm>
 
 namespace bp {
-
-namespace {
-
-bool rangeContains(const CellRange& r, const CellCoord& c) {
-  return (r.lo[0] <= c.x) & (c.x <= r.hi[0]) & (r.lo[1] <= c.y) & (c.y <= r.hi[1]) &
-         (r.lo[2] <= c.z) & (c.z <= r.hi[2]);
-}
-
-template <class Fn>
-void forEachCoord(const CellRange& r, Fn&& fn) {
-  for (int32_t x = r.lo[0]; x <= r.hi[0]; ++x)
-    for (int32_t y = r.lo[1]; y <= r.hi[1]; ++y)
-      for (int32_t z = r.lo[2]; z <= r.hi[2]; ++z) fn(CellCoord{x, y, z});
-}
-
-}  // namespace
 
 // Plans the relink of proxy i into `plan` and updates the proxy's own fields
 // (kind_, range_, layer_, rangeChanged_). Reads the cell maps, writes no
