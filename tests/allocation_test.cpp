@@ -42,7 +42,8 @@ TEST(Allocation, SteadyStateFramesAllocateNothing) {
       for (uint32_t i = 0; i < scene.n; ++i) {
         const ProxyId id = bp.add({scene.boxes[i],
                                    scene.isStatic[i] ? MotionType::staticBody : MotionType::dynamic,
-                                   {}, i});
+                                   {},
+                                   i});
         if (!scene.isStatic[i]) moving.push_back(id);
       }
       std::vector<Aabb> boxes(moving.size());
@@ -58,8 +59,8 @@ TEST(Allocation, SteadyStateFramesAllocateNothing) {
       const uint64_t during = gAllocations.load() - before;
       // A little slack: the pair count wobbles frame to frame and a buffer may
       // still grow once; a per-frame allocation would show as >= 10.
-      EXPECT_LT(during, 10u) << "structure " << int(structure) << ", " << threads << " threads: "
-                             << during << " allocations in 10 steady frames";
+      EXPECT_LT(during, 10u) << "structure " << int(structure) << ", " << threads
+                             << " threads: " << during << " allocations in 10 steady frames";
     }
   }
 }

@@ -161,7 +161,7 @@ TEST(SweepGridRandom, EachKernel) {
   SweepGridConfig config;
   config.kernel = SweepKernel::narrow;
   for (uint64_t seed = 30; seed <= 31; ++seed) runSequence(seed, config, 1000);
-  if (!SweepGrid().usesWideKernel()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!SweepGrid().wideKernelEnabled()) GTEST_SKIP() << "no AVX-512 on this CPU";
   config.kernel = SweepKernel::wide;
   for (uint64_t seed = 30; seed <= 31; ++seed) runSequence(seed, config, 1000);
 }

@@ -126,15 +126,15 @@ TEST_P(SweepGridStretch, StandardScenesMatchReference) {
 TEST(SweepGrid, EachKernelMatchesOracleAndReference) {
   SweepGridConfig narrow;
   narrow.kernel = SweepKernel::narrow;
-  EXPECT_FALSE(SweepGrid(narrow).usesWideKernel());
+  EXPECT_FALSE(SweepGrid(narrow).wideKernelEnabled());
   for (SceneKind kind : kAllScenes) checkStandardScene(kind, narrow, true);
   SweepGridConfig wide;
   wide.kernel = SweepKernel::wide;
-  if (!SweepGrid().usesWideKernel()) {
+  if (!SweepGrid().wideKernelEnabled()) {
     EXPECT_THROW(SweepGrid{wide}, Error);
     GTEST_SKIP() << "no AVX-512 on this CPU: the 16-lane kernel is not run";
   }
-  EXPECT_TRUE(SweepGrid(wide).usesWideKernel());
+  EXPECT_TRUE(SweepGrid(wide).wideKernelEnabled());
   for (SceneKind kind : kAllScenes) checkStandardScene(kind, wide, true);
 }
 

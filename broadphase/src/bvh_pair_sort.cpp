@@ -2,7 +2,8 @@
 //
 // One buffer (one thread): a two-pass LSD radix sort by b then a with
 // capacity-sized counters, radixSortSerial(). Several buffers: the shared
-// radix merge of pair_merge.h, its passes run as tasks. Pair keys are unique,
+// parallel merge of pair_merge.h (a split by key range, then one radix sort
+// per part, the parts as tasks). Pair keys are unique,
 // so the result is the one canonical order for any thread count.
 #include <broadphase/bvh.h>
 
@@ -22,10 +23,9 @@ void Bvh::sortPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   if (total == 0) return;
 
   if (used > 1 && scheduler.threadCount() > 1) {
-    // Several workers' buffers: the shared LSD radix merge, its passes as
-    // tasks. (A counting sort on `a` with atomic bucket cursors and a sort of
-    // each bucket was used here before: on clustered 10^5, 1.7 M pairs, it
-    // took over half of a two-thread frame and gave no speed-up at all.)
+    // Several workers' buffers: the shared parallel merge. (A counting sort on `a` with atomic
+    // bucket cursors and a sort of each bucket was used here before: on clustered 10^5, 1.7 M
+    // pairs, it took over half of a two-thread frame and gave no speed-up at all.)
     std::vector<std::span<const Pair>>& pieces = scratchPieces_;
     pieces.clear();
     for (int w = 0; w < buffers; ++w) pieces.emplace_back(pairBuffers_[w]);

@@ -15,19 +15,20 @@
 // compacted, regathered and re-sorted in parallel; (3) empty cells are
 // released.
 //
-// Coherence policy (measured with bench/micro/sweep_bench.cpp, one thread,
-// N = 10^5, every box moving): keeping each cell's order and repairing it by
-// insertion sort costs 6.6 ms a frame on `uniform` against 16.0 ms for a
-// fresh grid every frame (SweepRebuildFrame: hashing every entry into new
-// cells and std::sort per cell), and 92 vs 90 ms on `clustered`, whose dense
-// cells reorder a lot and whose time is dominated by its 2.5 M pairs. So the
-// cells are kept. The insertion sort has a budget of 8n + 64 shifts; past it
-// (a new cell, a teleport storm, a dense pile) the cell falls back to
-// std::sort.
+// Coherence policy (measured in session 1 with bench/micro/sweep_bench.cpp,
+// one thread, N = 10^5, every box moving, on the code of then): keeping each
+// cell's order and repairing it by insertion sort cost 6.6 ms a frame on
+// `uniform` against 16.0 ms for a fresh grid every frame (SweepRebuildFrame: hashing every entry
+// into new cells and std::sort per cell), and 92 vs 90 ms on `clustered`, whose dense cells reorder
+// a lot and whose time is dominated by its 2.5 M pairs. So the cells are kept. The sort itself is
+// sweep_sort.cpp: a new cell or a crowd of entrants is sorted afresh, and a repair that runs over
+// its budget of 8n
+// + 64 shifts (a teleport storm, a dense pile) falls back to std::sort.
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
 
 #include "sweep_cell_range.h"
+#include "sweep_simd.h"
 #include "sweep_sort.h"
 
 #include <algorithm>
@@ -270,7 +271,9 @@ void SweepGrid::refreshCell(uint32_t cell) {
   // byte per proxy) spares the range lookup of every member that stayed put.
   // Kept members keep their relative order, so the old ones stay nearly
   // sorted and the entrants stay at the end.
+#if !defined(__AVX2__)
   constexpr uint32_t kAhead = 8;
+#endif
   const uint32_t total = c.size();
   uint32_t kept = 0, keptOld = 0;
   uint32_t e = 0;
@@ -327,10 +330,13 @@ void SweepGrid::refreshCell(uint32_t cell) {
   }
 #endif
   for (; e < total; ++e) {
+#if !defined(__AVX2__)
+    // (With AVX2 this loop only finishes a cell's last few entries.)
     if (e + kAhead < total) {
       __builtin_prefetch(&boxes_[ids[e + kAhead]]);
       __builtin_prefetch(&rangeChanged_[ids[e + kAhead]]);
     }
+#endif
     keyEntry(e);
   }
   c.ids.resize(kept);
@@ -452,6 +458,8 @@ void SweepGrid::refreshListedCells(Scheduler& scheduler) {
 }
 
 bool SweepGrid::beginUpdate(Scheduler& scheduler) {
+  // Events of an update cut short by an exception must not be applied again.
+  cellEventBegin_.clear();
   if (dirtyList_.empty()) return false;
 
   // Pick (or re-pick, once the population has grown 8x) the cell size.

@@ -5,6 +5,7 @@
 #include <broadphase/sweep_grid.h>
 
 #include "sweep_kernel_wide.h"
+#include "sweep_simd.h"
 
 #include <algorithm>
 #include <atomic>
@@ -83,6 +84,21 @@ void SweepGrid::remove(ProxyId id) {
   if (!pool_.isLive(id)) throwError(ErrorCode::staleHandle, describeHandle(id));
   pool_.release(id);
   markDirty(id.index);
+}
+
+void SweepGrid::moveUnchecked(uint32_t index, const Aabb& box) {
+  boxes_[index] = box;
+  if (dirty_[index] == kDirtyNone) dirtyList_.push_back(index);
+  dirty_[index] = dirtyStateFor(index, box);
+}
+
+// kDirtyStayed when `box` lies in exactly the registered cells of `index`.
+uint8_t SweepGrid::dirtyStateFor(uint32_t index, const Aabb& box) const {
+#if defined(__AVX2__)
+  return dirtyStateInLanes(registeredInCells(index), loadBox(box), invSide8_, range_[index]);
+#else
+  return registeredInCells(index) && rangeOf(box) == range_[index] ? kDirtyStayed : kDirtyRelink;
+#endif
 }
 
 void SweepGrid::move(ProxyId id, const Aabb& box) {
@@ -201,7 +217,10 @@ bool SweepGrid::checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> b
     const bool ok = (_mm256_movemask_ps(_mm256_and_ps(inside, ordered)) == 0xFF) &
                     pool_.isLiveBranchFree(ids[k]);
     good &= ok;
-    if (states) states[k] = ok ? dirtyStateFor(ids[k].index, v) : kDirtyRelink;
+    const uint32_t i = ids[k].index;
+    if (states)
+      states[k] =
+          ok ? dirtyStateInLanes(registeredInCells(i), v, invSide8_, range_[i]) : kDirtyRelink;
   }
 #else
   for (uint32_t k = begin; k < end; ++k) {
@@ -227,7 +246,8 @@ uint32_t SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<const Aab
     float* to = boxes_[i].min.data();
     _mm_storeu_ps(to, _mm256_castps256_ps128(v));
     _mm_storel_pi(reinterpret_cast<__m64*>(to + 4), _mm256_extractf128_ps(v, 1));
-    const uint8_t state = states ? states[k] : dirtyStateFor(i, v);
+    const uint8_t state =
+        states ? states[k] : dirtyStateInLanes(registeredInCells(i), v, invSide8_, range_[i]);
 #else
     boxes_[i] = boxes[k];
     const uint8_t state = states ? states[k] : dirtyStateFor(i, boxes[k]);
@@ -275,6 +295,22 @@ size_t SweepGrid::memoryBytes() const {
   add(cells_);
   add(dirtyCells_);
   add(sortScratch_);
+  add(chunkFresh_);
+  add(chunkAscending_);
+  add(cellEventBegin_);
+  add(cellEventFill_);
+  add(cellEvents_);
+  for (const RelinkPlan& plan : relinkPlans_) {
+    add(plan.events);
+    add(plan.changed);
+    add(plan.overflow);
+  }
+  add(spareCells_);
+  for (const SweepCell& c : spareCells_) {
+    add(c.ids);
+    add(c.keys);
+    add(c.flags);
+  }
   for (const PaddedCell& pc : cells_) {
     const SweepCell& c = pc.value;
     add(c.ids);

@@ -33,6 +33,11 @@ constexpr size_t kStreamChunk = 2048;
 // plane (about one candidate an entry) 1.46 / 1.66, hence the rule.
 constexpr float kWideCrowd = 2.0f;
 
+// The 16-lane kernels read whole blocks of 16 keys and flags past an entry
+// and store 16 pairs at once.
+static_assert(kSweepPad >= 16, "the 16-lane sweeps read 16 entries of padding");
+static_assert(PairWriter::kBlock >= 16, "the 16-lane sweeps store 16 pairs at once");
+
 wide::CellArrays arraysOf(const SweepCell& c) {
   return {{c.key(0), c.key(1), c.key(2), c.key(3), c.key(4), c.key(5)},
           c.flags.data(),

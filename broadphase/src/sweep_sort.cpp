@@ -68,14 +68,16 @@ void sortCellKeys(uint64_t* keys, uint32_t old, uint32_t n) {
   if (entrants == 0) return;
   uint64_t* in = keys + old;
   if (entrants > 1) std::sort(in, in + entrants);
+  // The entrants are copied out, since the merge writes over their places:
+  // to the stack when few, else to a per-thread buffer.
   uint64_t held[64];
-  uint64_t* const spill = entrants <= 64 ? held : nullptr;
   thread_local std::vector<uint64_t> heap;
-  if (!spill)
-    heap.assign(in, in + entrants);
-  else
+  const bool onStack = entrants <= 64;
+  if (onStack)
     std::copy(in, in + entrants, held);
-  const uint64_t* enter = spill ? held : heap.data();
+  else
+    heap.assign(in, in + entrants);
+  const uint64_t* enter = onStack ? held : heap.data();
   // Entrant j (from the largest) goes after every old key below it; the old
   // keys above it move up by the j + 1 entrants not placed yet.
   uint32_t end = old;

@@ -32,6 +32,7 @@ std::string SweepGrid::validate() const {
                             range_.size(), overflowPos_.size(), rangeChanged_.size() - 3})
     if (size != cap) return "per-proxy arrays are not capacity() long";
   if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
+  if (!cellEventBegin_.empty()) return "cell events left over from an update";
 
   // Dirty list: unique, and flags match.
   uint64_t dirtyFlags = 0;
@@ -95,6 +96,7 @@ std::string SweepGrid::validate() const {
     if (c.layer > kStaticLayer) return "bad cell layer" + where;
     if (maps_[c.layer].find(c.coord) != ci) return "cell map does not point at its cell" + where;
     if (c.dirty || c.leaving) return "cell left dirty" + where;
+    if (c.sorted != c.size()) return "cell has members appended since its refresh" + where;
     float maxExtentX = 0.0f;
     for (uint32_t k = 0; k < c.size(); ++k)
       maxExtentX = std::max(maxExtentX, c.maxX()[k] - c.minX()[k]);

@@ -16,8 +16,8 @@
 //   arise and a static entry is never visited for itself.
 // - Each cell keeps its members sorted by (min x, id) with the other bounds
 //   beside them (six SoA arrays padded with +inf min x sentinels), and sweeps
-//   them: for each box scan forward while next.min.x <= this.max.x, eight
-//   candidates per step with AVX2 (x, y, z and the dedup rule as lane masks,
+//   them: for each box scan forward while next.min.x <= this.max.x, 8 (AVX2)
+//   or 16 (AVX-512) candidates per step (x, y, z and the dedup rule as lane masks,
 //   the passing ids packed and stored as pairs without a branch per pair; a
 //   scalar loop without AVX2).
 // - A pair found in several cells is reported only by the cell that holds the
@@ -64,9 +64,6 @@
 #include <broadphase/sweep_cell_map.h>
 
 #include <algorithm>
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -149,7 +146,7 @@ inline constexpr uint32_t kSweepPad = 16;
 
 // One occupied cell. Members are sorted by (min x, id) after every update.
 // keys holds six arrays of stride n + kSweepPad, in this order: min x, max x,
-// min y, max y, min z, max z (SoA, so the sweep compares 8 boxes per axis at
+// min y, max y, min z, max z (SoA, so the sweep compares 8 or 16 boxes per axis at
 // once); the padding of min x is +inf, the rest 0.
 struct SweepCell {
   CellCoord coord;
@@ -196,11 +193,7 @@ class SweepGrid {
   // move() without checks, for a caller that validated the handle and the
   // box already (BroadPhase, once per frame and proxy). Precondition: the
   // index is live, the box isValid().
-  void moveUnchecked(uint32_t index, const Aabb& box) {
-    boxes_[index] = box;
-    if (dirty_[index] == kDirtyNone) dirtyList_.push_back(index);
-    dirty_[index] = dirtyStateFor(index, box);
-  }
+  void moveUnchecked(uint32_t index, const Aabb& box);
   bool contains(ProxyId id) const { return pool_.isLive(id); }
   const Aabb& box(uint32_t index) const;
   bool isStatic(uint32_t index) const;
@@ -232,8 +225,9 @@ class SweepGrid {
   uint32_t cellCount() const { return static_cast<uint32_t>(cells_.size()); }
   uint32_t overflowCount() const { return static_cast<uint32_t>(overflow_.size()); }
   bool hasPendingChanges() const { return !dirtyList_.empty(); }
-  // The 16-lane kernel runs (SweepGridConfig::kernel).
-  bool usesWideKernel() const { return wide_; }
+  // The 16-lane kernel is enabled: SweepGridConfig::kernel is not narrow and
+  // this CPU has AVX-512 (automatic still runs it only on crowded cells).
+  bool wideKernelEnabled() const { return wide_; }
 
  private:
   // --- registration (sweep_cells.cpp)
@@ -262,49 +256,29 @@ class SweepGrid {
   void markCellDirty(uint32_t cell);
   void markRangeDirty(const CellRange& r, uint8_t layer);
   void refreshCell(uint32_t cell);
-#if defined(__AVX2__)
+  // (AVX2 builds only; declared in every build so that the class is the same
+  // whatever the includer's -march.)
   uint32_t gatherSoA8(SweepCell& c, const uint64_t* order, float* const k[6], uint8_t* flags,
                       float& maxExtentX, float& sumExtentX) const;
-#endif
   void removeEmptyCells();
   void recomputeGridBounds();
   void addToOverflow(uint32_t index);
   void removeFromOverflow(uint32_t index);
   void markDirty(uint32_t index);  // as kDirtyRelink
-  // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
   void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler);
   bool checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                   uint32_t end, uint8_t* states) const;
   uint32_t writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                       uint32_t end, const uint8_t* states, uint32_t* out);
-  uint8_t dirtyStateFor(uint32_t index, const Aabb& box) const {
-#if defined(__AVX2__)
-    return dirtyStateFor(index, loadBox(box));
-#else
-    // Before the first update there are no cells (side_ is 0): relink.
-    if (side_[0] == 0.0f || kind_[index] != Registration::cells || layer_[index] != static_[index])
-      return kDirtyRelink;
-    return rangeOf(box) == range_[index] ? kDirtyStayed : kDirtyRelink;
-#endif
+  // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
+  uint8_t dirtyStateFor(uint32_t index, const Aabb& box) const;
+  // The proxy is registered in cells of the layer its motion calls for (and
+  // cells exist: before the first update side_ is 0), so that a box in the
+  // same range of cells needs no relink.
+  bool registeredInCells(uint32_t index) const {
+    return (side_[0] != 0.0f) & (kind_[index] == Registration::cells) &
+           (layer_[index] == static_[index]);
   }
-#if defined(__AVX2__)
-  // The six floats of a box (min x, y, z, max x, y, z) in lanes 0-5, 0 in 6
-  // and 7.
-  static __m256i sixLanes() { return _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0); }
-  static __m256 loadBox(const Aabb& box) { return _mm256_maskload_ps(box.min.data(), sixLanes()); }
-  // The same test on a box in lanes, without a branch: rangeOf() and the
-  // compare six lanes at once (lanes 6 and 7 are 0 == 0). Before the first
-  // update there are no cells (side_ is 0): relink.
-  uint8_t dirtyStateFor(uint32_t index, __m256 box) const {
-    const bool inCells = (side_[0] != 0.0f) & (kind_[index] == Registration::cells) &
-                         (layer_[index] == static_[index]);
-    const __m256i cells =
-        _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_mul_ps(box, _mm256_loadu_ps(invSide8_))));
-    const __m256i registered = _mm256_maskload_epi32(range_[index].lo, sixLanes());
-    const bool same = _mm256_movemask_epi8(_mm256_cmpeq_epi32(cells, registered)) == -1;
-    return inCells & same ? kDirtyStayed : kDirtyRelink;
-  }
-#endif
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
@@ -323,6 +297,7 @@ class SweepGrid {
     uint8_t layer;
     CellCoord coord;
   };
+  static_assert(sizeof(CellEvent) == 24, "CellEvent: two indices, three bytes, a coordinate");
   // The relinks of a run of proxies: their cell events, the proxies whose
   // range changed, overflow additions (true) and removals, in proxy order.
   struct RelinkPlan {
