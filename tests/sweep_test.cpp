@@ -534,6 +534,89 @@ TEST(SweepGrid, ParallelBatchMoveMatchesSerial) {
   EXPECT_THROW(parallel.move(ids, boxes, two), Error);
   EXPECT_FALSE(parallel.hasPendingChanges());
   EXPECT_EQ(parallel.validate(), "");
+  // A stale handle (wrong generation, or an index past the pool) in the
+  // first, a middle and the last chunk of 8192: the same.
+  boxes.assign(scene.boxes.begin(), scene.boxes.end());
+  for (const size_t at : {size_t(0), size_t(n / 2), size_t(n - 1)})
+    for (const ProxyId bad :
+         {ProxyId{ids[at].index, ids[at].generation + 1}, ProxyId{n + 100, ids[at].generation}}) {
+      std::vector<ProxyId> withBad = ids;
+      withBad[at] = bad;
+      EXPECT_THROW(parallel.move(withBad, boxes, two), Error) << "entry " << at;
+      EXPECT_FALSE(parallel.hasPendingChanges());
+    }
+  EXPECT_EQ(parallel.validate(), "");
+  // A batch on an empty grid names no live proxy.
+  SweepGrid empty;
+  EXPECT_THROW(empty.move(std::span<const ProxyId>(ids.data(), 1),
+                          std::span<const Aabb>(boxes.data(), 1), two),
+               Error);
+}
+
+// The cell layout itself (which cells exist, in which order, each member
+// where) is the same for any thread count, not only the sorted pairs:
+// grids on 1, 2 and 8 threads run in lock step through frames with more
+// dirty proxies than one chunk of the relink plans (8192), adds and removes
+// that reuse indices and flip the static flag, teleports, and shuffled
+// batches; a box query over the world visits cells and members in layout
+// order, and must visit them in the same order on every grid.
+TEST(SweepGrid, CellLayoutIsTheSameForAnyThreadCount) {
+  constexpr uint32_t n = 20000;
+  Scene scene = makeScene(SceneKind::uniform, n);
+  Scheduler one(1), two(2), eight(8);
+  Scheduler* schedulers[3] = {&one, &two, &eight};
+  SweepGrid grids[3];
+  std::vector<ProxyId> ids[3];
+  for (int g = 0; g < 3; ++g) ids[g] = addScene(grids[g], scene);
+  std::mt19937 rng(21);
+  const float side = scene.worldSide;
+  auto layout = [](const SweepGrid& grid) {
+    std::vector<uint32_t> visits;
+    grid.queryBox({Vec3(-1e6f, -1e6f, -1e6f), Vec3(1e6f, 1e6f, 1e6f)}, [&](uint32_t proxy) {
+      visits.push_back(proxy);
+      return true;
+    });
+    return visits;
+  };
+  for (int frame = 0; frame < 8; ++frame) {
+    scene.step();
+    std::vector<uint32_t> order(n);
+    for (uint32_t i = 0; i < n; ++i) order[i] = i;
+    if (frame % 2 == 1) std::shuffle(order.begin(), order.end(), rng);
+    // Teleport a few boxes across the world.
+    for (int t = 0; t < 50; ++t) {
+      const uint32_t i = uint32_t(rng() % n);
+      const Vec3 to(float(rng() % 1000) * side / 1000, float(rng() % 1000) * side / 1000,
+                    float(rng() % 1000) * side / 1000);
+      const Vec3 half = scene.boxes[i].extent() * 0.5f;
+      scene.boxes[i] = {to - half, to + half};
+    }
+    std::vector<Aabb> boxes;
+    for (const uint32_t i : order) boxes.push_back(scene.boxes[i]);
+    for (int g = 0; g < 3; ++g) {
+      std::vector<ProxyId> batch;
+      for (const uint32_t i : order) batch.push_back(ids[g][i]);
+      grids[g].move(batch, boxes, *schedulers[g]);
+      // Remove and re-add some (their indices are reused, static flipped).
+      for (uint32_t k = 0; k < 40; ++k) {
+        const uint32_t i = (uint32_t(frame) * 977 + k * 131) % n;
+        grids[g].remove(ids[g][i]);
+        ids[g][i] = grids[g].add(scene.boxes[i], (frame + k) % 3 == 0);
+      }
+    }
+    std::vector<Pair> pairs[3];
+    std::vector<uint32_t> visits[3];
+    for (int g = 0; g < 3; ++g) {
+      grids[g].findPairs(*schedulers[g], pairs[g]);
+      ASSERT_EQ(grids[g].validate(), "") << "frame " << frame << " grid " << g;
+      visits[g] = layout(grids[g]);
+    }
+    for (int g = 1; g < 3; ++g) {
+      EXPECT_EQ(pairs[g], pairs[0]) << "frame " << frame << " grid " << g;
+      EXPECT_EQ(grids[g].cellCount(), grids[0].cellCount()) << "frame " << frame;
+      EXPECT_TRUE(visits[g] == visits[0]) << "frame " << frame << " grid " << g;
+    }
+  }
 }
 
 }  // namespace
