@@ -97,10 +97,14 @@ struct SweepGridConfig {
   // Cells are this many times longer along x, the sweep axis, than across.
   // The sort already prunes along x, so a long cell adds few candidates per
   // box, while fewer boxes straddle its faces (fewer entries, fewer cells,
-  // fewer membership changes). Measured with the branch-free kernel, one
-  // thread, N = 10^5: 1 -> 4 takes uniform from 3.9 to 3.4 ms, sizes 5.2 to
-  // 4.1, plane 3.5 to 2.9, static 2.0 to 1.8. In [1, 64].
-  float cellStretchX = 4.0f;
+  // fewer membership changes). Measured one thread, N = 10^5: with the 8-lane
+  // kernel, 1 -> 4 took uniform from 3.9 to 3.4 ms, sizes 5.2 to 4.1, plane
+  // 3.5 to 2.9; with the 16-lane kernel, whose one block holds more
+  // candidates, 4 -> 16 took uniform 2.23 -> 2.13 ms, plane 1.69 -> 1.60,
+  // static 0.49 -> 0.45, sizes 2.59 -> 2.47, clustered unchanged (bpbench,
+  // same run); 32 and 64 were no better. At 10^5 a uniform world is then one
+  // cell long: columns of cells across y and z. In [1, 64].
+  float cellStretchX = 16.0f;
   // Which cell sweep runs. automatic: the 16-lane AVX-512 kernel on cells
   // crowded enough to fill its blocks, when the CPU has it (checked at run
   // time; the build's baseline stays x86-64-v3), else the 8-lane AVX2 kernel
