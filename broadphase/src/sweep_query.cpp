@@ -42,17 +42,28 @@ void requireValidPoint(const Vec3& p, const char* what) {
 
 // Calls fn(k) for each entry k of the cell whose exact box overlaps `box`
 // (closed); fn returns false to stop, and then so does this. Entries are
-// sorted on min x, so the scan ends at the first min x beyond box.max.x.
+// sorted on min x, so the scan ends at the first min x beyond box.max.x, and
+// starts at the first that can reach box.min.x: no member is longer along x
+// than the cell's maxExtentX. (Cells are long along x; a ray crossing one
+// near its end would otherwise test every member before it. With cells 16x
+// longer than wide, closest-hit rays on uniform 10^5, one thread: 1.21
+// Mrays/s without this start, 1.53 with it, 1.75 with the walk's steps of
+// the cross-section side below; 1.85 with the 4x cells of before.)
 template <class Fn>
 bool forEachEntryIn(const SweepCell& c, const Aabb& box, Fn&& fn) {
   const float *minX = c.key(0), *maxX = c.key(1), *minY = c.key(2), *maxY = c.key(3),
               *minZ = c.key(4), *maxZ = c.key(5);
+  // Float slack as in the static-twin sweep: the extent and this difference
+  // are rounded (relative 2^-24); the entries get the exact test anyway.
+  const float from =
+      box.min.x() - (c.maxExtentX * (1.0f + 0x1p-20f) + std::fabs(box.min.x()) * 0x1p-22f);
+  const uint32_t first = uint32_t(std::lower_bound(minX, minX + c.size(), from) - minX);
 #if defined(__AVX2__)
   const __m256 hiX = _mm256_set1_ps(box.max.x()), loX = _mm256_set1_ps(box.min.x());
   const __m256 hiY = _mm256_set1_ps(box.max.y()), loY = _mm256_set1_ps(box.min.y());
   const __m256 hiZ = _mm256_set1_ps(box.max.z()), loZ = _mm256_set1_ps(box.min.z());
   // The +inf padding of min x ends the scan inside the arrays.
-  for (uint32_t j = 0;; j += 8) {
+  for (uint32_t j = first;; j += 8) {
     const __m256 inX = _mm256_cmp_ps(_mm256_loadu_ps(minX + j), hiX, _CMP_LE_OQ);
     const int xMask = _mm256_movemask_ps(inX);
     if (xMask == 0) return true;
@@ -71,7 +82,7 @@ bool forEachEntryIn(const SweepCell& c, const Aabb& box, Fn&& fn) {
   }
 #else
   const uint32_t n = c.size();
-  for (uint32_t k = 0; k < n && minX[k] <= box.max.x(); ++k)
+  for (uint32_t k = first; k < n && minX[k] <= box.max.x(); ++k)
     if ((box.min.x() <= maxX[k]) & (minY[k] <= box.max.y()) & (box.min.y() <= maxY[k]) &
             (minZ[k] <= box.max.z()) & (box.min.z() <= maxZ[k]) &&
         !fn(k))
@@ -124,16 +135,22 @@ void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnC
     return int32_t(std::min(std::max(c, lo), hi));
   };
 
+  // The walk steps through cubes of the cross-section side, not through the
+  // cells, which are cellStretchX times longer along x: each step's cull box
+  // stays small (few members to test, found from the sort on min x), and the
+  // walk can stop soon after the best hit. A step looks up the cells its cull
+  // box overlaps.
+  const float step[3] = {s[1], s[1], s[2]};
   float tNext[3], tDelta[3];
   for (int a = 0; a < 3; ++a) {
     const float start = o[a] + d[a] * tBegin;
-    const float c = std::floor(start * invSide_[a]);
+    const float c = std::floor(start / step[a]);
     if (d[a] > 0.0f) {
-      tNext[a] = ((c + 1.0f) * s[a] - o[a]) * ray.invDirection[a];
-      tDelta[a] = s[a] * ray.invDirection[a];
+      tNext[a] = ((c + 1.0f) * step[a] - o[a]) * ray.invDirection[a];
+      tDelta[a] = step[a] * ray.invDirection[a];
     } else if (d[a] < 0.0f) {
-      tNext[a] = (c * s[a] - o[a]) * ray.invDirection[a];
-      tDelta[a] = -s[a] * ray.invDirection[a];
+      tNext[a] = (c * step[a] - o[a]) * ray.invDirection[a];
+      tDelta[a] = -step[a] * ray.invDirection[a];
     } else {
       tNext[a] = kInf;
       tDelta[a] = kInf;
