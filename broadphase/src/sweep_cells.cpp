@@ -540,6 +540,14 @@ void SweepGrid::finishUpdate() {
   for (const uint32_t i : changed_) rangeChanged_[i] = 0;
   changed_.clear();
   cellEventBegin_.clear();
+  // Scratch grown by an update of many relinks (the first one, a regrid) is
+  // released once updates are back to few: it would otherwise keep about
+  // 50 bytes a proxy. A steady state never meets the condition, so it does
+  // not allocate.
+  for (RelinkPlan& plan : relinkPlans_)
+    if (plan.events.capacity() > 8 * plan.events.size() + 65536) plan = RelinkPlan{};
+  if (cellEvents_.capacity() > 8 * cellEvents_.size() + 65536)
+    std::vector<uint32_t>().swap(cellEvents_);
 
   // (3) Release the cells that emptied.
   removeEmptyCells();
