@@ -252,8 +252,11 @@ uint32_t SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<const Aab
     boxes_[i] = boxes[k];
     const uint8_t state = states ? states[k] : dirtyStateFor(i, boxes[k]);
 #endif
-    out[added] = i;
-    added += dirty_[i] == kDirtyNone;
+    // Only a proxy not dirty yet is listed. (Written only then: with chunks
+    // writing side by side, a chunk's write past its own stretch would land
+    // in the next chunk's, a race TSan caught on a batch of proxies already
+    // dirty.)
+    if (dirty_[i] == kDirtyNone) out[added++] = i;
     dirty_[i] = state;
   }
   return added;
