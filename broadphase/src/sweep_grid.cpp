@@ -303,6 +303,7 @@ size_t SweepGrid::memoryBytes() const {
   add(cellEventBegin_);
   add(cellEventFill_);
   add(cellEvents_);
+  add(sweepRanges_);
   for (const RelinkPlan& plan : relinkPlans_) {
     add(plan.events);
     add(plan.changed);

@@ -51,6 +51,9 @@ wide::CellArrays arraysOf(const SweepCell& c) {
 // 28.0 to 22.4 ms a frame, uniform unchanged (1.88 / 1.85 ms).
 constexpr uint32_t kCellGrain = 4;
 
+// The fewest entries in a range of a crowded cell's sweep (markCrowdedCells).
+constexpr uint32_t kMinRangeEntries = 256;
+
 // For each 8-bit lane mask, the indices of its set lanes in order, 4 bits
 // each from the lowest nibble (unused nibbles 0): the permute that packs the
 // passing lanes of a block to the front.
@@ -109,14 +112,13 @@ inline __m256 reportedHere8(const uint8_t* flags, __m256i fiAll) {
 
 // A moving cell against itself: moving cells hold no static entry, so only
 // the dedup rule filters.
-void SweepGrid::sweepCell(uint32_t cell, PairBuffer& buffer) const {
+void SweepGrid::sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& buffer) const {
 #if defined(__AVX2__)
   PairWriter out(buffer);
 #else
   PairBuffer& out = buffer;
 #endif
   const SweepCell& c = cells_[cell].value;
-  const uint32_t n = c.size();
   const float* minX = c.key(0);
   const float* maxX = c.key(1);
   const float* minY = c.key(2);
@@ -133,7 +135,7 @@ void SweepGrid::sweepCell(uint32_t cell, PairBuffer& buffer) const {
   // (fewer loop exits to predict): one block first is 4-20% faster on every
   // scene at N = 10^5, since with cells 4x longer along x most entries have
   // fewer than 8 candidates.
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i = begin; i < end; ++i) {
     const __m256 xi = _mm256_set1_ps(maxX[i]);
     const __m256 loY = _mm256_set1_ps(minY[i]), hiY = _mm256_set1_ps(maxY[i]);
     const __m256 loZ = _mm256_set1_ps(minZ[i]), hiZ = _mm256_set1_ps(maxZ[i]);
@@ -153,7 +155,7 @@ void SweepGrid::sweepCell(uint32_t cell, PairBuffer& buffer) const {
   }
   out.finish();
 #else
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i = begin; i < end; ++i) {
     const uint8_t fi = flags[i];
     const uint32_t idi = ids[i];
     const float xi = maxX[i];
@@ -173,8 +175,8 @@ void SweepGrid::sweepCell(uint32_t cell, PairBuffer& buffer) const {
 // (a cursor that only moves forward, as the moving keys are sorted) and runs
 // while the static min x is within the moving box. No static entry is
 // visited for itself: a frame's cost follows the moving entries only.
-void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell,
-                                 PairBuffer& buffer) const {
+void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t begin, uint32_t end,
+                                 uint32_t staticCell, PairBuffer& buffer) const {
 #if defined(__AVX2__)
   PairWriter out(buffer);
 #else
@@ -182,7 +184,6 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell,
 #endif
   const SweepCell& m = cells_[movingCell].value;
   const SweepCell& t = cells_[staticCell].value;
-  const uint32_t nm = m.size();
   const float* const mKey[6] = {m.key(0), m.key(1), m.key(2), m.key(3), m.key(4), m.key(5)};
   const uint8_t* mFlags = m.flags.data();
   const uint32_t* mIds = m.ids.data();
@@ -198,7 +199,7 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t staticCell,
   // and so is the subtraction below; the lanes get the exact x test anyway.
   const float reach = t.maxExtentX * (1.0f + 0x1p-20f);
   uint32_t cursor = 0;
-  for (uint32_t i = 0; i < nm; ++i) {
+  for (uint32_t i = begin; i < end; ++i) {
     const float mMinX = mKey[0][i], mMaxX = mKey[1][i];
     const float from = mMinX - (reach + std::fabs(mMinX) * 0x1p-22f);
 #if defined(__AVX2__)
@@ -296,6 +297,68 @@ void SweepGrid::pairOverflowSet(PairBuffer& out) const {
   }
 }
 
+// Entries [begin, end) of moving cell u against the entries after them and
+// against its static twin, with the kernel the cell's crowding calls for.
+void SweepGrid::sweepEntries(uint32_t u, uint32_t begin, uint32_t end, PairBuffer& buffer) const {
+  const SweepCell& c = cells_[u].value;
+  const CellMap& statics = maps_[kStaticLayer];
+  const uint32_t twin = statics.size() != 0 ? statics.find(c.coord) : CellMap::kAbsent;
+  // The 16-lane kernel where an entry meets enough candidates to fill its
+  // blocks; on sparse cells (the flat `plane`: about one candidate an entry)
+  // the 8-lane one is cheaper.
+  const float crowd =
+      c.sumExtentX + (twin != CellMap::kAbsent ? cells_[twin].value.sumExtentX : 0.0f);
+  if (wide_ && (config_.kernel == SweepKernel::wide || crowd >= kWideCrowd * side_[0])) {
+    const wide::CellArrays self = arraysOf(c);
+    wide::sweepCell(self, begin, end, buffer);
+    if (twin != CellMap::kAbsent) {
+      const SweepCell& t = cells_[twin].value;
+      wide::sweepCellAgainst(self, begin, end, arraysOf(t), t.maxExtentX * (1.0f + 0x1p-20f),
+                             buffer);
+    }
+  } else {
+    sweepCell(u, begin, end, buffer);
+    if (twin != CellMap::kAbsent) sweepCellAgainst(u, begin, end, twin, buffer);
+  }
+}
+
+// On several threads, a cell whose sweep would take more than about
+// 1 / (kCrowdedShare x threads) of the frame's is marked crowded (its
+// `crowded` = the number of ranges to sweep it in) so that its sweep runs as
+// several tasks: on `clustered` a few cells at the pile centres each hold up
+// to a tenth of the frame's work, and the thread that drew the last of them
+// finished alone. The cost model is an entry's scan: one block plus its
+// candidates (the cell's x extents over its length), from the last refresh.
+// Returns whether any cell is crowded.
+bool SweepGrid::markCrowdedCells(int threads) {
+  constexpr double kCrowdedShare = 8.0;
+  const double length = side_[0];
+  auto sweepCost = [length](const SweepCell& c) {
+    return double(c.size()) * (1.0 + double(c.sumExtentX) / length / 16.0);
+  };
+  double total = 0.0;
+  for (PaddedCell& pc : cells_) {
+    SweepCell& c = pc.value;
+    c.crowded = 0;
+    if (c.layer == kMovingLayer) total += sweepCost(c);
+  }
+  splitCells_ = 0;
+  if (threads <= 1 || total <= 0.0) return false;
+  const double unit = total / (kCrowdedShare * threads);
+  for (PaddedCell& pc : cells_) {
+    SweepCell& c = pc.value;
+    if (c.layer != kMovingLayer) continue;
+    const double cost = sweepCost(c);
+    if (cost <= unit || c.size() < 2 * kMinRangeEntries) continue;
+    // Ranges of about half the threshold, at least kMinRangeEntries entries.
+    const double parts =
+        std::min(std::ceil(2.0 * cost / unit), double(c.size() / kMinRangeEntries));
+    c.crowded = uint8_t(std::clamp(parts, 2.0, 255.0));
+    ++splitCells_;
+  }
+  return splitCells_ != 0;
+}
+
 // Runs every unit of pair work (the cells, then each overflow box, then the
 // overflow set against itself) as tasks; flush(buffer, last) hands each
 // worker's buffer over, `last` at the end of a task.
@@ -309,7 +372,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   const bool pending = beginUpdate(scheduler);
   if (pending) refreshListedCells(scheduler);
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
-  const CellMap& statics = maps_[kStaticLayer];
+  const bool split = markCrowdedCells(scheduler.threadCount());
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
   scheduler.forEach(0, cellUnits, kCellGrain, cellAffinity_, [&](uint32_t begin, uint32_t end) {
     PairBuffer& buffer = pairBuffers_.local();
@@ -317,27 +380,35 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
       const SweepCell& c = cells_[u].value;
       if (c.layer != kMovingLayer) continue;
       if (pending && c.dirty) refreshCell(u);
-      const uint32_t twin = statics.size() != 0 ? statics.find(c.coord) : CellMap::kAbsent;
-      // The 16-lane kernel where an entry meets enough candidates to fill
-      // its blocks; on sparse cells (the flat `plane`: about one candidate
-      // an entry) the 8-lane one is cheaper.
-      const float crowd =
-          c.sumExtentX + (twin != CellMap::kAbsent ? cells_[twin].value.sumExtentX : 0.0f);
-      if (wide_ && (config_.kernel == SweepKernel::wide || crowd >= kWideCrowd * side_[0])) {
-        const wide::CellArrays self = arraysOf(c);
-        wide::sweepCell(self, buffer);
-        if (twin != CellMap::kAbsent) {
-          const SweepCell& t = cells_[twin].value;
-          wide::sweepCellAgainst(self, arraysOf(t), t.maxExtentX * (1.0f + 0x1p-20f), buffer);
-        }
-      } else {
-        sweepCell(u, buffer);
-        if (twin != CellMap::kAbsent) sweepCellAgainst(u, twin, buffer);
-      }
+      if (c.crowded) continue;  // swept below, in ranges
+      sweepEntries(u, 0, c.size(), buffer);
       flush(buffer, false);
     }
     flush(buffer, true);
   });
+  if (split) {
+    // The crowded cells are refreshed now; their entries are cut into
+    // ranges of equal count (a cell's entries cost about the same).
+    sweepRanges_.clear();
+    for (uint32_t u = 0; u < cellUnits; ++u) {
+      const SweepCell& c = cells_[u].value;
+      if (!c.crowded) continue;
+      const uint32_t n = c.size(), parts = c.crowded;
+      for (uint32_t k = 0; k < parts; ++k)
+        sweepRanges_.push_back(
+            {u, uint32_t(uint64_t(n) * k / parts), uint32_t(uint64_t(n) * (k + 1) / parts)});
+    }
+    scheduler.forEach(0, static_cast<uint32_t>(sweepRanges_.size()), 1,
+                      [&](uint32_t begin, uint32_t end) {
+                        PairBuffer& buffer = pairBuffers_.local();
+                        for (uint32_t k = begin; k < end; ++k) {
+                          const SweepRange& r = sweepRanges_[k];
+                          sweepEntries(r.cell, r.begin, r.end, buffer);
+                          flush(buffer, false);
+                        }
+                        flush(buffer, true);
+                      });
+  }
   if (pending) finishUpdate();
   const uint32_t overflowUnits = static_cast<uint32_t>(overflow_.size());
   const uint32_t units = overflowUnits + (overflowUnits > 1 ? 1 : 0);

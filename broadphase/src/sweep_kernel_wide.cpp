@@ -70,18 +70,18 @@ BP_WIDE_TARGET inline __mmask16 reportedHere16(const uint8_t* flags, __m512i fi)
 // prefix and the scan goes on only while a block is entirely inside (the
 // +inf padding ends it). The five compares are independent and ANDed, so the
 // pair branch resolves early.
-BP_WIDE_TARGET void sweepCell(const CellArrays& c, PairBuffer& buffer) {
+BP_WIDE_TARGET void sweepCell(const CellArrays& c, uint32_t begin, uint32_t end,
+                              PairBuffer& buffer) {
   PairWriter out(buffer);
   const uint8_t* flags = c.flags;
   const uint32_t* ids = c.ids;
-  const uint32_t n = c.n;
   const float* minX = c.key[0];
   const float* maxX = c.key[1];
   const float* minY = c.key[2];
   const float* maxY = c.key[3];
   const float* minZ = c.key[4];
   const float* maxZ = c.key[5];
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i = begin; i < end; ++i) {
     const __m512 xi = _mm512_set1_ps(maxX[i]);
     const __m512 loY = _mm512_set1_ps(minY[i]), hiY = _mm512_set1_ps(maxY[i]);
     const __m512 loZ = _mm512_set1_ps(minZ[i]), hiZ = _mm512_set1_ps(maxZ[i]);
@@ -103,8 +103,8 @@ BP_WIDE_TARGET void sweepCell(const CellArrays& c, PairBuffer& buffer) {
 
 // As SweepGrid::sweepCellAgainst: a forward-only cursor skips the static
 // entries that start more than `reach` before the moving box.
-BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, const CellArrays& t, float reach,
-                                     PairBuffer& buffer) {
+BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, uint32_t begin, uint32_t end,
+                                     const CellArrays& t, float reach, PairBuffer& buffer) {
   PairWriter out(buffer);
   const uint8_t* sFlags = t.flags;
   const uint32_t* sIds = t.ids;
@@ -118,8 +118,7 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, const CellArrays& t, f
   const float* const mKey[6] = {m.key[0], m.key[1], m.key[2], m.key[3], m.key[4], m.key[5]};
   const uint8_t* mFlags = m.flags;
   const uint32_t* mIds = m.ids;
-  const uint32_t nm = m.n;
-  for (uint32_t i = 0; i < nm; ++i) {
+  for (uint32_t i = begin; i < end; ++i) {
     const float mMinX = mKey[0][i], mMaxX = mKey[1][i];
     const __m512 fromAll = _mm512_set1_ps(mMinX - (reach + std::fabs(mMinX) * 0x1p-22f));
     for (;;) {
@@ -151,8 +150,9 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, const CellArrays& t, f
 #else
 
 bool available() { return false; }
-void sweepCell(const CellArrays&, PairBuffer&) {}
-void sweepCellAgainst(const CellArrays&, const CellArrays&, float, PairBuffer&) {}
+void sweepCell(const CellArrays&, uint32_t, uint32_t, PairBuffer&) {}
+void sweepCellAgainst(const CellArrays&, uint32_t, uint32_t, const CellArrays&, float,
+                      PairBuffer&) {}
 
 #endif
 

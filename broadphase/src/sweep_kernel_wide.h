@@ -29,11 +29,13 @@ struct CellArrays {
   uint32_t n;
 };
 
-// Every pair of a moving cell with itself (the dedup rule on the flags).
-void sweepCell(const CellArrays& cell, PairBuffer& out);
-// Every pair of a moving cell with its static twin, whose entries reach at
-// most `reach` back along x (see SweepGrid::sweepCellAgainst).
-void sweepCellAgainst(const CellArrays& moving, const CellArrays& statics, float reach,
-                      PairBuffer& out);
+// The pairs of entries [begin, end) of a moving cell with the entries after
+// them (the dedup rule on the flags): over [0, n), every pair of the cell.
+void sweepCell(const CellArrays& cell, uint32_t begin, uint32_t end, PairBuffer& out);
+// The pairs of entries [begin, end) of a moving cell with its static twin,
+// whose entries reach at most `reach` back along x (see
+// SweepGrid::sweepCellAgainst).
+void sweepCellAgainst(const CellArrays& moving, uint32_t begin, uint32_t end,
+                      const CellArrays& statics, float reach, PairBuffer& out);
 
 }  // namespace bp::wide

@@ -41,7 +41,9 @@
 // - Threads: the batch move's checks, update()'s scan of the dirty proxies
 //   with the planning of their relinks, the cell refreshes and sweeps (fused:
 //   a cell applies its membership changes and is refreshed by the task that
-//   sweeps it) run as Scheduler::forEach tasks; pairs go to per-worker
+//   sweeps it) run as Scheduler::forEach tasks (on several threads, a cell
+//   crowded enough to hold a large share of the frame's work is swept as
+//   several tasks over ranges of its entries); pairs go to per-worker
 //   buffers and are merged by a (parallel) radix sort on the unique pair key,
 //   so the sorted list is the same for any thread count. The order-dependent
 //   part of the membership changes (creating cells, the overflow set) is
@@ -157,6 +159,7 @@ struct SweepCell {
   uint8_t layer = 0;        // kMovingLayer or kStaticLayer: the kind of all members
   uint8_t dirty = 0;        // queued for refresh in the current update
   uint8_t leaving = 0;      // a member left: compact before the refresh
+  uint8_t crowded = 0;      // during findPairs: swept in this many ranges, as tasks of their own
   float maxExtentX = 0.0f;  // largest max x - min x of the members (after refresh)
   float sumExtentX = 0.0f;  // their sum: over the cell's length, the mean candidates an entry meets
   // ids[0, sorted) are the members of the last refresh, in its order; the
@@ -232,6 +235,9 @@ class SweepGrid {
   // The 16-lane kernel is enabled: SweepGridConfig::kernel is not narrow and
   // this CPU has AVX-512 (automatic still runs it only on crowded cells).
   bool wideKernelEnabled() const { return wide_; }
+  // Cells whose sweep the last findPairs ran as several tasks (crowded cells,
+  // on more than one thread).
+  uint32_t splitCellCount() const { return splitCells_; }
 
  private:
   // --- registration (sweep_cells.cpp)
@@ -324,10 +330,16 @@ class SweepGrid {
   void finishUpdate();
 
   // --- pairs (sweep_kernel.cpp)
-  void sweepCell(uint32_t cell, PairBuffer& out) const;
-  void sweepCellAgainst(uint32_t movingCell, uint32_t staticCell, PairBuffer& out) const;
+  // Entries [begin, end) of a moving cell against the entries after them,
+  // and against its static twin: [0, size()) is the whole cell; a crowded
+  // cell is swept in several ranges by several tasks (findPairsInto).
+  void sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& out) const;
+  void sweepCellAgainst(uint32_t movingCell, uint32_t begin, uint32_t end, uint32_t staticCell,
+                        PairBuffer& out) const;
+  void sweepEntries(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& out) const;
   void pairOverflowBox(uint32_t overflowSlot, PairBuffer& out) const;
   void pairOverflowSet(PairBuffer& out) const;
+  bool markCrowdedCells(int threads);
   template <class Flush>
   void findPairsInto(Scheduler& scheduler, Flush&& flush);
 
@@ -395,6 +407,12 @@ class SweepGrid {
   // The cells' refresh-and-sweep loop gives each worker the cells it had last
   // frame, whose arrays are still in its cache.
   Scheduler::Affinity cellAffinity_;
+  // findPairs: the entry ranges of the crowded cells, and how many cells.
+  struct SweepRange {
+    uint32_t cell, begin, end;
+  };
+  std::vector<SweepRange> sweepRanges_;
+  uint32_t splitCells_ = 0;
   std::vector<Pair> sortScratch_;
   std::vector<std::span<const Pair>> pieces_;  // the workers' buffers, for the merge
 };
