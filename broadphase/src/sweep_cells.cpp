@@ -460,7 +460,7 @@ void SweepGrid::refreshListedCells(Scheduler& scheduler) {
 bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   // Events of an update cut short by an exception must not be applied again.
   cellEventBegin_.clear();
-  if (dirtyList_.empty()) return false;
+  if (dirtyList_.empty() && stayedList_.empty()) return false;
 
   // Pick (or re-pick, once the population has grown 8x) the cell size.
   const uint32_t live = pool_.liveCount();
@@ -474,28 +474,30 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   }
   if (side_[0] == 0.0f) {
     // Only removals of never-registered proxies are pending: nothing to do.
-    for (const uint32_t i : dirtyList_) dirty_[i] = 0;
+    for (const uint32_t i : dirtyList_) dirty_[i] = kDirtyNone;
+    for (const uint32_t i : stayedList_) dirty_[i] = kDirtyNone;
     dirtyList_.clear();
+    stayedList_.clear();
     return false;
   }
 
   // (1) The membership diff, in dirty-list order where order matters (so the
-  // layout of the cells does not depend on the thread count). move() already told
-  // which proxies stayed in their registered cells (kDirtyStayed: most, in a
-  // frame of small moves); those need no work here when every cell is
-  // refreshed anyway. When most cells would be touched, refreshing all of
-  // them is cheaper than looking up every cell of every moved proxy; this
-  // holds for the moving layer only: static cells are refreshed when one of
-  // their own members changed, and listed in dirtyCells_ for it.
+  // layout of the cells does not depend on the thread count). move() already
+  // told which proxies stayed in their registered cells (kDirtyStayed, in
+  // stayedList_: most, in a frame of small moves). When most cells would be
+  // touched, refreshing every moving cell is cheaper than looking up every
+  // cell of every moved proxy, and then the proxies that stayed need nothing
+  // but their state cleared: with many of them, one pass over dirty_ rather
+  // than a visit each. This holds for the moving layer only: a static that
+  // moved always relinks (canStay), which refreshes its static cells.
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
-  const bool refreshAll = uint64_t(nd) * 2 >= cells_.size();
+  const uint64_t pending = uint64_t(nd) + stayedList_.size();
+  const bool refreshAll = pending * 2 >= cells_.size();
   refreshAll_ = refreshAll;
   if (refreshAll) {
-    // Moving proxies that stayed need nothing but their flag cleared. That
-    // scan runs in parallel chunks, and each chunk also plans the relinks of
-    // the rest (a static that stayed still needs its listed cells
-    // refreshed: its plan marks them); resolveRelinks() then applies the
-    // plans in dirty-list order, leaving each cell's share to its refresh.
+    // The relinks are planned in parallel chunks; resolveRelinks() then
+    // applies the plans in dirty-list order, leaving each cell's share to its
+    // refresh.
     constexpr uint32_t kChunk = 8192;
     const uint32_t chunks = (nd + kChunk - 1) / kChunk;
     if (relinkPlans_.size() < chunks) relinkPlans_.resize(chunks);
@@ -506,25 +508,30 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
         const uint32_t last = std::min(nd, (c + 1) * kChunk);
         for (uint32_t k = c * kChunk; k < last; ++k) {
           const uint32_t i = dirtyList_[k];
-          const bool needsRelink = (dirty_[i] != kDirtyStayed) | static_[i];
           dirty_[i] = kDirtyNone;
-          if (needsRelink) planRelink(i, true, plan);
+          planRelink(i, true, plan);
         }
       }
     });
     resolveRelinks(chunks);
+    if (stayedList_.size() * 16 >= dirty_.size())
+      std::fill(dirty_.begin(), dirty_.end(), kDirtyNone);
+    else
+      for (const uint32_t i : stayedList_) dirty_[i] = kDirtyNone;
   } else {
     for (uint32_t k = 0; k < nd; ++k) {
       const uint32_t i = dirtyList_[k];
-      const uint8_t state = dirty_[i];
       dirty_[i] = kDirtyNone;
-      if (state == kDirtyStayed)  // then layer_[i] is its layer
-        markRangeDirty(range_[i], static_[i] ? kStaticLayer : kMovingLayer);
-      else
-        relink(i, false);
+      relink(i, false);
+    }
+    // A proxy listed here that rose to kDirtyRelink was relinked above.
+    for (const uint32_t i : stayedList_) {
+      if (dirty_[i] == kDirtyStayed) markRangeDirty(range_[i], kMovingLayer);
+      dirty_[i] = kDirtyNone;
     }
   }
   dirtyList_.clear();
+  stayedList_.clear();
 
   // (2) is the caller's: the cells in dirtyCells_ are refreshed, then (when
   // refreshAll_) every moving cell whose `dirty` is still set (by update(),

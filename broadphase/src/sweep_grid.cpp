@@ -1,6 +1,7 @@
 // SweepGrid proxies: add, remove, move and the accessors. Every mutation only
-// records the new state of the index and queues it in dirtyList_; the cells
-// are brought up to date in update() (sweep_cells.cpp).
+// records the new state of the index and lists it (dirtyList_ or
+// stayedList_); the cells are brought up to date in update()
+// (sweep_cells.cpp).
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
 
@@ -55,9 +56,13 @@ SweepGrid::SweepGrid(const SweepGridConfig& config) : config_(config) {
   wide_ = config.kernel != SweepKernel::narrow && wide::available();
 }
 
-void SweepGrid::markDirty(uint32_t index) {
-  if (dirty_[index] == kDirtyNone) dirtyList_.push_back(index);
-  dirty_[index] = kDirtyRelink;
+void SweepGrid::markDirty(uint32_t index) { markMoved(index, kDirtyRelink); }
+
+void SweepGrid::markMoved(uint32_t index, uint8_t state) {
+  const uint8_t old = dirty_[index];
+  if (state == kDirtyRelink && old != kDirtyRelink) dirtyList_.push_back(index);
+  if (state == kDirtyStayed && old == kDirtyNone) stayedList_.push_back(index);
+  dirty_[index] = std::max(old, state);
 }
 
 ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
@@ -88,16 +93,15 @@ void SweepGrid::remove(ProxyId id) {
 
 void SweepGrid::moveUnchecked(uint32_t index, const Aabb& box) {
   boxes_[index] = box;
-  if (dirty_[index] == kDirtyNone) dirtyList_.push_back(index);
-  dirty_[index] = dirtyStateFor(index, box);
+  markMoved(index, dirtyStateFor(index, box));
 }
 
 // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
 uint8_t SweepGrid::dirtyStateFor(uint32_t index, const Aabb& box) const {
 #if defined(__AVX2__)
-  return dirtyStateInLanes(registeredInCells(index), loadBox(box), invSide8_, range_[index]);
+  return dirtyStateInLanes(canStay(index), loadBox(box), invSide8_, range_[index]);
 #else
-  return registeredInCells(index) && rangeOf(box) == range_[index] ? kDirtyStayed : kDirtyRelink;
+  return canStay(index) && rangeOf(box) == range_[index] ? kDirtyStayed : kDirtyRelink;
 #endif
 }
 
@@ -153,11 +157,16 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
         const uint32_t begin = c * kChunk, end = std::min(n, begin + kChunk);
         if (!checkBatch(ids, boxes, begin, end, moveStates_.data()))
           bad.store(true, std::memory_order_relaxed);
+        // (The counts hold for an ascending chunk, whose indices are
+        // unique: the only case that uses them.)
         bool ascending = true;
-        uint32_t fresh = 0;
+        Listed fresh;
         for (uint32_t k = begin; k < end; ++k) {
           ascending &= k == 0 || ids[k - 1].index < ids[k].index;
-          fresh += ids[k].index < dirty_.size() && dirty_[ids[k].index] == kDirtyNone;
+          const uint32_t i = ids[k].index;
+          const uint8_t old = i < dirty_.size() ? dirty_[i] : kDirtyNone;
+          fresh.relink += (moveStates_[k] == kDirtyRelink) & (old != kDirtyRelink);
+          fresh.stayed += (moveStates_[k] == kDirtyStayed) & (old == kDirtyNone);
         }
         chunkAscending_[c] = ascending;
         chunkFresh_[c] = fresh;
@@ -176,26 +185,36 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
         throwError(ErrorCode::invalidBox,
                    "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
     }
-  const size_t listed = dirtyList_.size();
-  dirtyList_.resize(listed + n);
-  uint32_t* out = dirtyList_.data() + listed;
+  const size_t relinks = dirtyList_.size(), stays = stayedList_.size();
+  dirtyList_.resize(relinks + n);
+  stayedList_.resize(stays + n);
+  uint32_t* relinkOut = dirtyList_.data() + relinks;
+  uint32_t* stayedOut = stayedList_.data() + stays;
   const bool unique = parallel && std::all_of(chunkAscending_.begin(), chunkAscending_.end(),
                                               [](uint8_t a) { return a != 0; });
+  Listed added;
   if (unique) {
-    // Chunk c's new dirty entries start after those of the chunks before it.
-    uint32_t total = 0;
-    for (uint32_t& f : chunkFresh_) total += std::exchange(f, total);
+    // Chunk c's newly listed entries start after those of the chunks before
+    // it, in each list.
+    for (Listed& f : chunkFresh_) {
+      const Listed before = added;
+      added.relink += f.relink;
+      added.stayed += f.stayed;
+      f = before;
+    }
     scheduler->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
       for (uint32_t c = first; c < last; ++c) {
         const uint32_t begin = c * kChunk, end = std::min(n, begin + kChunk);
-        writeBatch(ids, boxes, begin, end, moveStates_.data(), out + chunkFresh_[c]);
+        writeBatch(ids, boxes, begin, end, moveStates_.data(), relinkOut + chunkFresh_[c].relink,
+                   stayedOut + chunkFresh_[c].stayed);
       }
     });
-    dirtyList_.resize(listed + total);
-    return;
+  } else {
+    added =
+        writeBatch(ids, boxes, 0, n, parallel ? moveStates_.data() : nullptr, relinkOut, stayedOut);
   }
-  const uint32_t added = writeBatch(ids, boxes, 0, n, parallel ? moveStates_.data() : nullptr, out);
-  dirtyList_.resize(listed + added);
+  dirtyList_.resize(relinks + added.relink);
+  stayedList_.resize(stays + added.stayed);
 }
 
 // Entries [begin, end) of a batch: true when every handle is live and every
@@ -219,8 +238,7 @@ bool SweepGrid::checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> b
     good &= ok;
     const uint32_t i = ids[k].index;
     if (states)
-      states[k] =
-          ok ? dirtyStateInLanes(registeredInCells(i), v, invSide8_, range_[i]) : kDirtyRelink;
+      states[k] = ok ? dirtyStateInLanes(canStay(i), v, invSide8_, range_[i]) : kDirtyRelink;
   }
 #else
   for (uint32_t k = begin; k < end; ++k) {
@@ -233,11 +251,12 @@ bool SweepGrid::checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> b
 }
 
 // Writes entries [begin, end) of a checked batch: the box, its dirty state
-// (from `states`, or worked out here), and each index that was not dirty yet
-// to `out`. Returns how many were listed.
-uint32_t SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                               uint32_t begin, uint32_t end, const uint8_t* states, uint32_t* out) {
-  uint32_t added = 0;
+// (from `states`, or worked out here; as markMoved), and each index that
+// joins a list to `relinkOut` or `stayedOut`. Returns how many joined each.
+SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
+                                        uint32_t begin, uint32_t end, const uint8_t* states,
+                                        uint32_t* relinkOut, uint32_t* stayedOut) {
+  Listed added;
   for (uint32_t k = begin; k < end; ++k) {
     const uint32_t i = ids[k].index;
 #if defined(__AVX2__)
@@ -247,17 +266,19 @@ uint32_t SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<const Aab
     _mm_storeu_ps(to, _mm256_castps256_ps128(v));
     _mm_storel_pi(reinterpret_cast<__m64*>(to + 4), _mm256_extractf128_ps(v, 1));
     const uint8_t state =
-        states ? states[k] : dirtyStateInLanes(registeredInCells(i), v, invSide8_, range_[i]);
+        states ? states[k] : dirtyStateInLanes(canStay(i), v, invSide8_, range_[i]);
 #else
     boxes_[i] = boxes[k];
     const uint8_t state = states ? states[k] : dirtyStateFor(i, boxes[k]);
 #endif
-    // Only a proxy not dirty yet is listed. (Written only then: with chunks
+    // A list index is written only when the proxy joins: with chunks
     // writing side by side, a chunk's write past its own stretch would land
-    // in the next chunk's, a race TSan caught on a batch of proxies already
-    // dirty.)
-    if (dirty_[i] == kDirtyNone) out[added++] = i;
-    dirty_[i] = state;
+    // in the next chunk's (a race TSan caught on a batch of proxies already
+    // dirty).
+    const uint8_t old = dirty_[i];
+    if (state == kDirtyRelink && old != kDirtyRelink) relinkOut[added.relink++] = i;
+    if (state == kDirtyStayed && old == kDirtyNone) stayedOut[added.stayed++] = i;
+    dirty_[i] = std::max(old, state);
   }
   return added;
 }
@@ -294,6 +315,7 @@ size_t SweepGrid::memoryBytes() const {
   add(moveStates_);
   add(changed_);
   add(dirtyList_);
+  add(stayedList_);
   add(overflow_);
   add(cells_);
   add(dirtyCells_);

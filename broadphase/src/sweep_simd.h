@@ -22,13 +22,13 @@ inline __m256 loadBox(const Aabb& box) { return _mm256_maskload_ps(box.min.data(
 // (floor(v * 1/side) per lane, `invSide8` holding the three inverse sides
 // twice, then 0, 0) and the compare with the registered range, six lanes at
 // once (lanes 6 and 7 are 0 == 0).
-inline uint8_t dirtyStateInLanes(bool registeredInCells, __m256 box, const float* invSide8,
+inline uint8_t dirtyStateInLanes(bool canStay, __m256 box, const float* invSide8,
                                  const CellRange& registered) {
   const __m256i cells =
       _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_mul_ps(box, _mm256_loadu_ps(invSide8))));
   const __m256i range = _mm256_maskload_epi32(registered.lo, sixLanes());
   const bool same = _mm256_movemask_epi8(_mm256_cmpeq_epi32(cells, range)) == -1;
-  return registeredInCells & same ? kDirtyStayed : kDirtyRelink;
+  return canStay & same ? kDirtyStayed : kDirtyRelink;
 }
 
 }  // namespace bp

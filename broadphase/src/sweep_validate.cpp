@@ -34,19 +34,29 @@ std::string SweepGrid::validate() const {
   if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
   if (!cellEventBegin_.empty()) return "cell events left over from an update";
 
-  // Dirty list: unique, and flags match.
-  uint64_t dirtyFlags = 0;
+  // Dirty lists: each relinking proxy once in dirtyList_, each staying one
+  // in stayedList_ (which may also hold proxies that rose to relink since).
+  uint64_t relinks = 0, stays = 0;
   for (uint32_t i = 0; i < cap; ++i) {
-    if (dirty_[i] > kDirtyStayed) return "bad dirty state" + at(i);
-    dirtyFlags += dirty_[i] != kDirtyNone;
-    // "Stayed" is trusted by update(): the proxy must really be in its cells.
-    if (dirty_[i] == kDirtyStayed && (!pool_.isLiveIndex(i) || kind_[i] != Registration::cells ||
-                                      rangeOf(boxes_[i]) != range_[i]))
+    if (dirty_[i] > kDirtyRelink) return "bad dirty state" + at(i);
+    relinks += dirty_[i] == kDirtyRelink;
+    stays += dirty_[i] == kDirtyStayed;
+    // "Stayed" is trusted by update(): the proxy must really be in its cells,
+    // and be one that can stay (a moving proxy in moving cells).
+    if (dirty_[i] == kDirtyStayed &&
+        (!pool_.isLiveIndex(i) || !canStay(i) || rangeOf(boxes_[i]) != range_[i]))
       return "proxy marked as staying in its cells but its box left them" + at(i);
   }
-  if (dirtyFlags != dirtyList_.size()) return "dirty flags do not match the dirty list";
+  if (relinks != dirtyList_.size()) return "relink states do not match the dirty list";
   for (const uint32_t i : dirtyList_)
-    if (i >= cap || !dirty_[i]) return "dirty list holds an unflagged index" + at(i);
+    if (i >= cap || dirty_[i] != kDirtyRelink)
+      return "dirty list holds a proxy not relinking" + at(i);
+  uint64_t listedStays = 0;
+  for (const uint32_t i : stayedList_) {
+    if (i >= cap || dirty_[i] == kDirtyNone) return "stayed list holds a clean proxy" + at(i);
+    listedStays += dirty_[i] == kDirtyStayed;
+  }
+  if (listedStays != stays) return "stayed states do not match the stayed list";
 
   // Per proxy: registration matches the box (unless a change is pending).
   uint64_t expectedEntries = 0;
@@ -79,7 +89,7 @@ std::string SweepGrid::validate() const {
       return "registration kind does not match the overflow rule" + at(i);
   }
   if (overflowCount != overflow_.size()) return "overflow set size mismatch";
-  if (cap > 0 && dirtyList_.empty() && pool_.liveCount() > 0 && !(side_[0] > 0.0f))
+  if (cap > 0 && !hasPendingChanges() && pool_.liveCount() > 0 && !(side_[0] > 0.0f))
     return "no cell size after an update";
 
   // Cells: in the map, non-empty, unique members that belong there, sorted,

@@ -134,12 +134,14 @@ inline constexpr uint8_t kMovingLayer = 0;
 inline constexpr uint8_t kStaticLayer = 1;
 
 // A proxy's dirty state (SweepGrid::dirty_): not pending; pending and its
-// registration may change (added, removed, moved out of its cells, regrid);
-// pending and its new box still lies in exactly its registered cells, which
-// the batch move() finds while the box is in registers, so update() skips it.
+// new box still lies in exactly its registered cells (a moving proxy), which
+// move() finds while the box is in registers; pending and its registration
+// may change (added, removed, moved out of its cells, a static moved,
+// regrid). Ordered: a proxy's state only rises until the next update (a
+// proxy that left its cells and came back still needs its relink looked at).
 inline constexpr uint8_t kDirtyNone = 0;
-inline constexpr uint8_t kDirtyRelink = 1;
-inline constexpr uint8_t kDirtyStayed = 2;
+inline constexpr uint8_t kDirtyStayed = 1;
+inline constexpr uint8_t kDirtyRelink = 2;
 
 // Entry flags: bit k (k = 0, 1, 2) set when the entry's box starts in this
 // cell on axis k. (No static bit: statics have a layer of their own, so no
@@ -231,7 +233,7 @@ class SweepGrid {
   float cellLength() const { return side_[0]; }  // along the sweep axis (x)
   uint32_t cellCount() const { return static_cast<uint32_t>(cells_.size()); }
   uint32_t overflowCount() const { return static_cast<uint32_t>(overflow_.size()); }
-  bool hasPendingChanges() const { return !dirtyList_.empty(); }
+  bool hasPendingChanges() const { return !dirtyList_.empty() || !stayedList_.empty(); }
   // The 16-lane kernel is enabled: SweepGridConfig::kernel is not narrow and
   // this CPU has AVX-512 (automatic still runs it only on crowded cells).
   bool wideKernelEnabled() const { return wide_; }
@@ -278,16 +280,24 @@ class SweepGrid {
   void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler);
   bool checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                   uint32_t end, uint8_t* states) const;
-  uint32_t writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                      uint32_t end, const uint8_t* states, uint32_t* out);
+  // The entries of a batch that become listed: how many in each dirty list.
+  struct Listed {
+    uint32_t relink = 0, stayed = 0;
+  };
+  Listed writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
+                    uint32_t end, const uint8_t* states, uint32_t* relinkOut, uint32_t* stayedOut);
+  // Records the new state of a proxy whose box was written: it rises to
+  // `state`, and the proxy joins the list of that state if not in it yet.
+  void markMoved(uint32_t index, uint8_t state);
   // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
   uint8_t dirtyStateFor(uint32_t index, const Aabb& box) const;
-  // The proxy is registered in cells of the layer its motion calls for (and
-  // cells exist: before the first update side_ is 0), so that a box in the
-  // same range of cells needs no relink.
-  bool registeredInCells(uint32_t index) const {
+  // A moving proxy registered in moving cells (and cells exist: before the
+  // first update side_ is 0): a box in the same range of cells then needs no
+  // relink. (A static that moved always gets one: its static cells must be
+  // re-sorted, and update() does not scan the proxies that stayed.)
+  bool canStay(uint32_t index) const {
     return (side_[0] != 0.0f) & (kind_[index] == Registration::cells) &
-           (layer_[index] == static_[index]);
+           (layer_[index] == kMovingLayer) & (static_[index] == 0);
   }
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
@@ -362,7 +372,7 @@ class SweepGrid {
   // Per proxy index (size capacity()).
   std::vector<Aabb> boxes_;            // exact box (meaningful when live)
   std::vector<uint8_t> static_;        // 1: static
-  std::vector<uint8_t> dirty_;         // kDirty*: in dirtyList_ when not 0
+  std::vector<uint8_t> dirty_;         // kDirty*: listed (see the lists) when not 0
   std::vector<Registration> kind_;     // where the index is registered now
   std::vector<CellRange> range_;       // registered range (kind_ != none)
   std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
@@ -371,8 +381,16 @@ class SweepGrid {
   // the refresh reads each flag as a dword (a gather).
   std::vector<uint8_t> rangeChanged_ = std::vector<uint8_t>(3, 0);
 
-  std::vector<uint32_t> dirtyList_;  // indices added/moved/removed since update
-  std::vector<uint32_t> overflow_;   // indices registered as overflow
+  // Indices pending since the last update, by state: dirtyList_ holds each
+  // proxy in kDirtyRelink once; stayedList_ holds each proxy in
+  // kDirtyStayed, and also those that rose to kDirtyRelink after it listed
+  // them (update() skips those there). update() needs to visit stayedList_
+  // only when it does not refresh every moving cell anyway: on a frame where
+  // everything moves, the proxies that stayed in their cells cost nothing
+  // after move().
+  std::vector<uint32_t> dirtyList_;
+  std::vector<uint32_t> stayedList_;
+  std::vector<uint32_t> overflow_;  // indices registered as overflow
 
   std::vector<PaddedCell> cells_;  // dense: every cell is occupied after update
 
@@ -401,7 +419,7 @@ class SweepGrid {
   std::vector<uint32_t> cellEventFill_;
   std::vector<uint32_t> cellEvents_;
   std::vector<uint8_t> moveStates_;      // move(): each entry's new dirty state
-  std::vector<uint32_t> chunkFresh_;     // move(): per chunk, entries newly dirty
+  std::vector<Listed> chunkFresh_;       // move(): per chunk, entries newly listed
   std::vector<uint8_t> chunkAscending_;  // move(): per chunk, indices strictly increasing
   PerWorker<PairBuffer> pairBuffers_;
   // The cells' refresh-and-sweep loop gives each worker the cells it had last
