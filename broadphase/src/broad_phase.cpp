@@ -70,12 +70,14 @@ ProxyId BroadPhase::add(const ProxyDesc& desc) {
   const uint32_t i = id.index;
   if (i >= desc_.size()) {
     desc_.resize(i + 1);
+    boxes_.resize(i + 1);
     userData_.resize(i + 1);
     inner_.resize(i + 1);
     state_.resize(i + 1, 0);
     renewed_.resize(i + 1, 0);
   }
   desc_[i] = desc;
+  boxes_[i] = desc.box;
   userData_[i] = desc.userData;
   special_ += isSpecial(desc.motion, desc.filter);
   state_[i] = kPendingAdd;
@@ -166,7 +168,7 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
 }
 
 void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
-  desc_[i].box = box;
+  boxes_[i] = box;
   if (!(state_[i] & (kPendingAdd | kPendingMove))) {
     state_[i] |= kPendingMove;
     pendingMoves_.push_back(i);
@@ -188,9 +190,11 @@ ProxyId BroadPhase::handleOf(uint32_t index) const {
   return pool_.handleOf(index);
 }
 
-const ProxyDesc& BroadPhase::desc(ProxyId id) const {
+ProxyDesc BroadPhase::desc(ProxyId id) const {
   checkLive(id, "desc");
-  return desc_[id.index];
+  ProxyDesc d = desc_[id.index];
+  d.box = boxes_[id.index];
+  return d;
 }
 
 uint32_t BroadPhase::proxyCount() const { return pool_.liveCount(); }
@@ -206,20 +210,24 @@ void BroadPhase::applyPending() {
 
   for (uint32_t i : pendingAdds_) {
     if (!(state_[i] & kPendingAdd)) continue;  // removed before it arrived, or a duplicate
-    inner_[i] = side.add(desc_[i].box, desc_[i].motion == MotionType::staticBody, i);
+    inner_[i] = side.add(boxes_[i], desc_[i].motion == MotionType::staticBody, i);
     state_[i] = kInStructure;
   }
   pendingAdds_.clear();
 
-  // Handles and boxes were validated by move(): straight in, unchecked.
-  side.visit([&](auto& structure) {
-    for (uint32_t i : pendingMoves_) {
-      if (!(state_[i] & kPendingMove)) continue;  // removed since, or a duplicate
-      structure.moveUnchecked(inner_[i].index, desc_[i].box);
-      state_[i] &= uint8_t(~kPendingMove);
-    }
-  });
+  // Handles and boxes were validated by move(): one unchecked batch, in the
+  // order of the moves (an engine's batch in body order keeps the
+  // structure's parallel write path).
+  moveIds_.clear();
+  moveBoxes_.clear();
+  for (uint32_t i : pendingMoves_) {
+    if (!(state_[i] & kPendingMove)) continue;  // removed since, or a duplicate
+    moveIds_.push_back(inner_[i]);
+    moveBoxes_.push_back(boxes_[i]);
+    state_[i] &= uint8_t(~kPendingMove);
+  }
   pendingMoves_.clear();
+  side.visit([&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
 }
 
 // Filters and motion rules: static-static never reaches here; kinematic-static
@@ -352,7 +360,7 @@ void BroadPhase::rebuild() {
   structure_ = makeStructure();
   for (uint32_t i = 0; i < desc_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
-    inner_[i] = structure_->add(desc_[i].box, desc_[i].motion == MotionType::staticBody, i);
+    inner_[i] = structure_->add(boxes_[i], desc_[i].motion == MotionType::staticBody, i);
     state_[i] = kInStructure;
   }
 }
@@ -411,14 +419,14 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
   // Validate every shifted box before changing anything.
   for (uint32_t i = 0; i < desc_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
-    const Aabb shifted{desc_[i].box.min - offset, desc_[i].box.max - offset};
+    const Aabb shifted{boxes_[i].min - offset, boxes_[i].max - offset};
     if (!isValid(shifted))
       throwError(ErrorCode::invalidBox, "shiftOrigin: proxy " + std::to_string(i) +
                                             " would become " + describeInvalid(shifted));
   }
   applyPending();
   for (uint32_t i = 0; i < desc_.size(); ++i)
-    if (pool_.isLiveIndex(i)) desc_[i].box = {desc_[i].box.min - offset, desc_[i].box.max - offset};
+    if (pool_.isLiveIndex(i)) boxes_[i] = {boxes_[i].min - offset, boxes_[i].max - offset};
   // Rebuild the structures from scratch: a shift is rare, and a fresh build
   // gives the trees their best quality in the new frame.
   rebuild();
@@ -431,7 +439,7 @@ std::string BroadPhase::validate() const {
   if (std::string e = structure_->validate(); !e.empty()) return "structure: " + e;
   for (uint32_t i = 0; i < desc_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
-    if (!isValid(desc_[i].box)) return "proxy " + std::to_string(i) + " holds an invalid box";
+    if (!isValid(boxes_[i])) return "proxy " + std::to_string(i) + " holds an invalid box";
     if (state_[i] & kPendingAdd) continue;
     const Side& side = *structure_;
     if (!side.contains(inner_[i]))
@@ -455,7 +463,8 @@ size_t BroadPhase::memoryBytes() const {
       pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
       (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *
           sizeof(uint32_t) +
-      pendingRemoves_.capacity() * sizeof(ProxyId) +
+      pendingRemoves_.capacity() * sizeof(ProxyId) + moveIds_.capacity() * sizeof(ProxyId) +
+      (boxes_.capacity() + moveBoxes_.capacity()) * sizeof(Aabb) +
       (pairs_.capacity() + previous_.capacity() + begun_.capacity() + ended_.capacity()) *
           sizeof(ProxyPair);
   return bytes + structure_->memoryBytes();

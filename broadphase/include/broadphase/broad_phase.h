@@ -129,8 +129,8 @@ class BroadPhase {
   void setFilter(ProxyId id, const Filter& filter);
 
   bool contains(ProxyId id) const;
-  ProxyId handleOf(uint32_t index) const;   ///< the live handle at an index (for pair indices)
-  const ProxyDesc& desc(ProxyId id) const;  ///< as last given (box may be pending)
+  ProxyId handleOf(uint32_t index) const;  ///< the live handle at an index (for pair indices)
+  ProxyDesc desc(ProxyId id) const;        ///< as last given (box may be pending)
   uint32_t proxyCount() const;
 
   // --- The frame. ---
@@ -208,11 +208,14 @@ class BroadPhase {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Side> structure_;
 
-  /// Per proxy, indexed by ProxyId::index. userData_ repeats desc_'s user
-  /// data densely (8 bytes a proxy, not 56): the pair loop reads it for every
-  /// pair, in random order.
+  /// Per proxy, indexed by ProxyId::index. The box lives in boxes_ only
+  /// (desc_[i].box is not kept up to date): move() writes 24 dense bytes a
+  /// proxy rather than one 56-byte description each. userData_ repeats
+  /// desc_'s user data densely (8 bytes a proxy): the pair loop reads it for
+  /// every pair, in random order.
   HandlePool pool_;
   std::vector<ProxyDesc> desc_;
+  std::vector<Aabb> boxes_;
   std::vector<uint64_t> userData_;
   /// Live proxies with a non-default filter or kinematic motion; while 0,
   /// every pair the structure reports stands and accepts() reads nothing.
@@ -228,6 +231,9 @@ class BroadPhase {
   std::vector<uint32_t> pendingAdds_;
   std::vector<uint32_t> pendingMoves_;
   std::vector<ProxyId> pendingRemoves_;  ///< handles inside the structure
+  /// applyPending(): the pending moves as one batch for the structure.
+  std::vector<ProxyId> moveIds_;
+  std::vector<Aabb> moveBoxes_;
   std::vector<uint32_t> renewedList_;
 
   std::vector<ProxyPair> pairs_, previous_, begun_, ended_;

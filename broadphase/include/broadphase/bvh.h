@@ -94,6 +94,10 @@ class Bvh {
   // box already (BroadPhase, once per frame and proxy). Precondition: the
   // index is live, the box isValid().
   void moveUnchecked(uint32_t index, const Aabb& box) { applyMove(index, box); }
+  // The same for a batch, in batch order.
+  void moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler&) {
+    for (size_t k = 0; k < ids.size(); ++k) applyMove(ids[k].index, boxes[k]);
+  }
   bool contains(ProxyId id) const { return pool_.isLive(id); }
   const Aabb& box(uint32_t index) const;
   bool isStatic(uint32_t index) const;

@@ -203,6 +203,10 @@ class SweepGrid {
   // box already (BroadPhase, once per frame and proxy). Precondition: the
   // index is live, the box isValid().
   void moveUnchecked(uint32_t index, const Aabb& box);
+  // The batch move() without its checks (the same preconditions for every
+  // entry); the dirty states are still worked out, in parallel chunks.
+  void moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
+                     Scheduler& scheduler);
   bool contains(ProxyId id) const { return pool_.isLive(id); }
   const Aabb& box(uint32_t index) const;
   bool isStatic(uint32_t index) const;
@@ -277,7 +281,8 @@ class SweepGrid {
   void addToOverflow(uint32_t index);
   void removeFromOverflow(uint32_t index);
   void markDirty(uint32_t index);  // as kDirtyRelink
-  void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler);
+  void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler,
+                 bool checked);
   bool checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                   uint32_t end, uint8_t* states) const;
   // The entries of a batch that become listed: how many in each dirty list.
