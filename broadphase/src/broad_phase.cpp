@@ -68,15 +68,15 @@ ProxyId BroadPhase::add(const ProxyDesc& desc) {
   checkDesc(desc);
   const ProxyId id = pool_.allocate();
   const uint32_t i = id.index;
-  if (i >= desc_.size()) {
-    desc_.resize(i + 1);
+  if (i >= rules_.size()) {
+    rules_.resize(i + 1);
     boxes_.resize(i + 1);
     userData_.resize(i + 1);
     inner_.resize(i + 1);
     state_.resize(i + 1, 0);
     renewed_.resize(i + 1, 0);
   }
-  desc_[i] = desc;
+  rules_[i] = {desc.filter, desc.motion};
   boxes_[i] = desc.box;
   userData_[i] = desc.userData;
   special_ += isSpecial(desc.motion, desc.filter);
@@ -122,7 +122,7 @@ void BroadPhase::remove(ProxyId id) {
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
   }
-  special_ -= isSpecial(desc_[i].motion, desc_[i].filter);
+  special_ -= isSpecial(rules_[i].motion, rules_[i].filter);
   state_[i] = 0;
   pool_.release(id);
 }
@@ -177,9 +177,9 @@ void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
 
 void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
   checkLive(id, "setFilter");
-  ProxyDesc& d = desc_[id.index];
-  special_ += uint32_t(isSpecial(d.motion, filter)) - uint32_t(isSpecial(d.motion, d.filter));
-  d.filter = filter;
+  Rules& r = rules_[id.index];
+  special_ += uint32_t(isSpecial(r.motion, filter)) - uint32_t(isSpecial(r.motion, r.filter));
+  r.filter = filter;
 }
 
 bool BroadPhase::contains(ProxyId id) const { return pool_.isLive(id); }
@@ -192,9 +192,8 @@ ProxyId BroadPhase::handleOf(uint32_t index) const {
 
 ProxyDesc BroadPhase::desc(ProxyId id) const {
   checkLive(id, "desc");
-  ProxyDesc d = desc_[id.index];
-  d.box = boxes_[id.index];
-  return d;
+  const uint32_t i = id.index;
+  return {boxes_[i], rules_[i].motion, rules_[i].filter, userData_[i]};
 }
 
 uint32_t BroadPhase::proxyCount() const { return pool_.liveCount(); }
@@ -210,7 +209,7 @@ void BroadPhase::applyPending() {
 
   for (uint32_t i : pendingAdds_) {
     if (!(state_[i] & kPendingAdd)) continue;  // removed before it arrived, or a duplicate
-    inner_[i] = side.add(boxes_[i], desc_[i].motion == MotionType::staticBody, i);
+    inner_[i] = side.add(boxes_[i], rules_[i].motion == MotionType::staticBody, i);
     state_[i] = kInStructure;
   }
   pendingAdds_.clear();
@@ -218,24 +217,30 @@ void BroadPhase::applyPending() {
   // Handles and boxes were validated by move(): one unchecked batch, in the
   // order of the moves (an engine's batch in body order keeps the
   // structure's parallel write path).
-  moveIds_.clear();
-  moveBoxes_.clear();
+  constexpr size_t kMoveBatch = 65536;  // 2 MiB of scratch; 8 parallel chunks a batch
+  auto flush = [&] {
+    side.visit(
+        [&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
+    moveIds_.clear();
+    moveBoxes_.clear();
+  };
   for (uint32_t i : pendingMoves_) {
     if (!(state_[i] & kPendingMove)) continue;  // removed since, or a duplicate
     moveIds_.push_back(inner_[i]);
     moveBoxes_.push_back(boxes_[i]);
     state_[i] &= uint8_t(~kPendingMove);
+    if (moveIds_.size() == kMoveBatch) flush();
   }
   pendingMoves_.clear();
-  side.visit([&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
+  if (!moveIds_.empty()) flush();
 }
 
 // Filters and motion rules: static-static never reaches here; kinematic-static
 // never pairs, kinematic-kinematic only on request.
 bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
   if (special_ == 0) return true;  // default filters, no kinematic proxy: every pair stands
-  const ProxyDesc& da = desc_[a];
-  const ProxyDesc& db = desc_[b];
+  const Rules& da = rules_[a];
+  const Rules& db = rules_[b];
   if (!da.filter.accepts(db.filter)) return false;
   const bool aKin = da.motion == MotionType::kinematic;
   const bool bKin = db.motion == MotionType::kinematic;
@@ -358,9 +363,9 @@ void BroadPhase::computeEvents() {
 void BroadPhase::rebuild() {
   applyPending();
   structure_ = makeStructure();
-  for (uint32_t i = 0; i < desc_.size(); ++i) {
+  for (uint32_t i = 0; i < rules_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
-    inner_[i] = structure_->add(boxes_[i], desc_[i].motion == MotionType::staticBody, i);
+    inner_[i] = structure_->add(boxes_[i], rules_[i].motion == MotionType::staticBody, i);
     state_[i] = kInStructure;
   }
 }
@@ -417,7 +422,7 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
   if (!isFinite(offset))
     throwError(ErrorCode::invalidArgument, "shiftOrigin: offset is not finite");
   // Validate every shifted box before changing anything.
-  for (uint32_t i = 0; i < desc_.size(); ++i) {
+  for (uint32_t i = 0; i < rules_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
     const Aabb shifted{boxes_[i].min - offset, boxes_[i].max - offset};
     if (!isValid(shifted))
@@ -425,7 +430,7 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
                                             " would become " + describeInvalid(shifted));
   }
   applyPending();
-  for (uint32_t i = 0; i < desc_.size(); ++i)
+  for (uint32_t i = 0; i < rules_.size(); ++i)
     if (pool_.isLiveIndex(i)) boxes_[i] = {boxes_[i].min - offset, boxes_[i].max - offset};
   // Rebuild the structures from scratch: a shift is rare, and a fresh build
   // gives the trees their best quality in the new frame.
@@ -437,7 +442,7 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
 std::string BroadPhase::validate() const {
   if (std::string e = pool_.validate(); !e.empty()) return "handle pool: " + e;
   if (std::string e = structure_->validate(); !e.empty()) return "structure: " + e;
-  for (uint32_t i = 0; i < desc_.size(); ++i) {
+  for (uint32_t i = 0; i < rules_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
     if (!isValid(boxes_[i])) return "proxy " + std::to_string(i) + " holds an invalid box";
     if (state_[i] & kPendingAdd) continue;
@@ -458,7 +463,7 @@ std::string BroadPhase::validate() const {
 
 size_t BroadPhase::memoryBytes() const {
   size_t bytes =
-      desc_.capacity() * sizeof(ProxyDesc) + userData_.capacity() * sizeof(uint64_t) +
+      rules_.capacity() * sizeof(Rules) + userData_.capacity() * sizeof(uint64_t) +
       inner_.capacity() * sizeof(ProxyId) + state_.capacity() + renewed_.capacity() +
       pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
       (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *

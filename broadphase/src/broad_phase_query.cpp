@@ -46,7 +46,7 @@ void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filte
   side.visit([&](const auto& s) {
     s.queryBox(box, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
       return callback(p);
     });
   });
@@ -60,7 +60,7 @@ void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
   side.visit([&](const auto& s) {
     s.queryPoint(point, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
       return callback(p);
     });
   });
@@ -69,14 +69,15 @@ void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
 namespace {
 
 // Closest or any hit through a BroadPhase's structure, in proxy indices.
-template <class Side>
+// (Templates only because Side and Rules are BroadPhase's private types.)
+template <class Side, class Rules>
 RayHit castOne(const Side& side, const Ray& ray, RayQuery kind, const Filter& filter,
-               const std::vector<ProxyDesc>& desc) {
+               const std::vector<Rules>& rules) {
   RayHit best;
   side.visit([&](const auto& s) {
     castThrough(s, ray, [&](uint32_t slot, float t) -> float {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(desc[p].filter)) return kInfinity;
+      if (p == kNullIndex || !filter.accepts(rules[p].filter)) return kInfinity;
       const RayHit h{p, t};
       if (kind == RayQuery::any) {
         best = h;
@@ -105,7 +106,7 @@ RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) 
   checkRay(ray, "castRay");
   if (kind == RayQuery::all)
     throwError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
-  return castOne(*structure_, ray, kind, filter, desc_);
+  return castOne(*structure_, ray, kind, filter, rules_);
 }
 
 void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter) const {
@@ -115,7 +116,7 @@ void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filt
   side.visit([&](const auto& s) {
     s.castRay(ray, [&](uint32_t slot, float t) -> float {
       const uint32_t p = side.outer[slot];
-      if (p != kNullIndex && filter.accepts(desc_[p].filter)) out.push_back({p, t});
+      if (p != kNullIndex && filter.accepts(rules_[p].filter)) out.push_back({p, t});
       return kInfinity;
     });
   });
@@ -129,7 +130,7 @@ void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length
   side.visit([&](const auto& s) {
     castThrough(s, r, [&](uint32_t slot, float t) -> float {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return kInfinity;
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return kInfinity;
       return callback(p, t);
     });
   });
@@ -148,7 +149,7 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
   // Each ray writes only its own slot: the result is the same for any split.
   scheduler_->forEach(0, uint32_t(rays.size()), 256, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k)
-      out[k] = castOne(*structure_, rays[k], kind, filter, desc_);
+      out[k] = castOne(*structure_, rays[k], kind, filter, rules_);
   });
 }
 
@@ -171,7 +172,7 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
     float kth = kInfinity;
     auto usable = [&](const Neighbour& n) {
       const uint32_t p = side.outer[n.proxy];
-      return p != kNullIndex && filter.accepts(desc_[p].filter);
+      return p != kNullIndex && filter.accepts(rules_[p].filter);
     };
     for (const Neighbour& n : found)
       if (usable(n) && ++accepted == k) {
@@ -184,7 +185,7 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
   }
   for (const Neighbour& n : found) {
     const uint32_t p = side.outer[n.proxy];
-    if (p != kNullIndex && filter.accepts(desc_[p].filter)) out.push_back({p, n.distanceSquared});
+    if (p != kNullIndex && filter.accepts(rules_[p].filter)) out.push_back({p, n.distanceSquared});
   }
   std::sort(out.begin(), out.end(), neighbourBefore);
   if (out.size() > k) out.resize(k);
@@ -207,7 +208,7 @@ RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec
   side.visit([&](const auto& s) {
     s.queryBox(sweep, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(desc_[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
       const Aabb& b = s.box(slot);
       const Aabb grown{b.min - halfExtent, b.max + halfExtent};
       float t;

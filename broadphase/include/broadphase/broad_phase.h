@@ -208,15 +208,18 @@ class BroadPhase {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Side> structure_;
 
-  /// Per proxy, indexed by ProxyId::index. The box lives in boxes_ only
-  /// (desc_[i].box is not kept up to date): move() writes 24 dense bytes a
-  /// proxy rather than one 56-byte description each. userData_ repeats
-  /// desc_'s user data densely (8 bytes a proxy): the pair loop reads it for
-  /// every pair, in random order.
+  /// Per proxy, indexed by ProxyId::index, a ProxyDesc split by use: the
+  /// box (move() writes 24 dense bytes a proxy), the user data (8 dense
+  /// bytes: the pair loop reads them for every pair, in random order), and
+  /// the rules queries and filters read.
+  struct Rules {
+    Filter filter;
+    MotionType motion;
+  };
   HandlePool pool_;
-  std::vector<ProxyDesc> desc_;
   std::vector<Aabb> boxes_;
   std::vector<uint64_t> userData_;
+  std::vector<Rules> rules_;
   /// Live proxies with a non-default filter or kinematic motion; while 0,
   /// every pair the structure reports stands and accepts() reads nothing.
   uint32_t special_ = 0;
@@ -231,7 +234,8 @@ class BroadPhase {
   std::vector<uint32_t> pendingAdds_;
   std::vector<uint32_t> pendingMoves_;
   std::vector<ProxyId> pendingRemoves_;  ///< handles inside the structure
-  /// applyPending(): the pending moves as one batch for the structure.
+  /// applyPending(): the pending moves as batches for the structure, at
+  /// most kMoveBatch at a time (bounded scratch).
   std::vector<ProxyId> moveIds_;
   std::vector<Aabb> moveBoxes_;
   std::vector<uint32_t> renewedList_;
