@@ -14,6 +14,13 @@ namespace {
 std::atomic<uint64_t> gAllocations{0};
 }
 
+// These replace the global operators, so memory from `new` comes from malloc
+// and free() is its matching release. GCC 12 inlines a new-expression into a
+// delete (the sanitizer builds) and reports the pair as mismatched anyway.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 void* operator new(std::size_t size) {
   gAllocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size ? size : 1)) return p;

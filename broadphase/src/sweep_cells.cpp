@@ -75,9 +75,9 @@ void SweepGrid::chooseCellSize() {
     for (uint32_t pass = 0; pass < 2 && edges.empty(); ++pass)
       for (uint32_t i = 0; i < cap; i += pass == 0 ? stride : 1) {
         if (!pool_.isLiveIndex(i)) continue;
-        const Vec3 e = boxes_[i].extent();
+        const Vec3 e = boxes_[i].box.extent();
         edges.push_back(std::max(e.x(), std::max(e.y(), e.z())));
-        bounds = merge(bounds, boxes_[i]);
+        bounds = merge(bounds, boxes_[i].box);
       }
     float s = 0.0f;
     if (!edges.empty()) {
@@ -284,7 +284,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
                       (kind_[id] == Registration::cells && layer_[id] == c.layer &&
                        rangeContains(range_[id], c.coord));
     ids[kept] = id;
-    order[kept] = entryKey(boxes_[id].min.x(), id);
+    order[kept] = entryKey(boxes_[id].box.min.x(), id);
     kept += keep;
     keptOld += keep & (at < c.sorted);
   };
@@ -294,12 +294,12 @@ void SweepGrid::refreshCell(uint32_t cell) {
   // member (about one in five on uniform) and the cell's last few entries go
   // one by one.
   {
-    const float* base = boxes_.data()->min.data();
+    const float* base = boxes_.data()->box.min.data();
     const int* changed = reinterpret_cast<const int*>(rangeChanged_.data());
-    const __m256i six = _mm256_set1_epi32(6);
+    constexpr int kFloatsPerBox = sizeof(StoredBox) / sizeof(float);
     const __m256i lowByte = _mm256_set1_epi32(0xFF);
     const __m256i sign = _mm256_set1_epi32(int(0x80000000u));
-    // (Lane offsets id * 6 are int32: fine below 2^28 proxies.)
+    // (Lane offsets id * 8 are int32: fine below 2^28 proxies.)
     while (e + 8 <= total && boxes_.size() < (1u << 28)) {
       const __m256i id8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ids + e));
       if (compact) {
@@ -311,8 +311,9 @@ void SweepGrid::refreshCell(uint32_t cell) {
           continue;
         }
       }
-      const __m256i bits = _mm256_castps_si256(
-          _mm256_i32gather_ps(base, _mm256_mullo_epi32(id8, six), sizeof(float)));
+      const __m256i bits =
+          _mm256_castps_si256(_mm256_i32gather_ps(base, _mm256_slli_epi32(id8, 3), sizeof(float)));
+      static_assert(kFloatsPerBox == 8);
       // entryKey(): flip all bits of a negative, the sign bit of a positive.
       const __m256i ordered =
           _mm256_xor_si256(bits, _mm256_or_si256(_mm256_srai_epi32(bits, 31), sign));
@@ -333,7 +334,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
 #if !defined(__AVX2__)
     // (With AVX2 this loop only finishes a cell's last few entries.)
     if (e + kAhead < total) {
-      __builtin_prefetch(&boxes_[ids[e + kAhead]]);
+      __builtin_prefetch(&boxes_[ids[e + kAhead]].box);
       __builtin_prefetch(&rangeChanged_[ids[e + kAhead]]);
     }
 #endif
@@ -369,7 +370,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
   for (; e < n; ++e) {
     const uint32_t id = uint32_t(order[e]);
     ids[e] = id;
-    const Aabb& b = boxes_[id];
+    const Aabb& b = boxes_[id].box;
     const float extentX = b.max.x() - b.min.x();
     maxExtentX = std::max(maxExtentX, extentX);
     sumExtentX += extentX;

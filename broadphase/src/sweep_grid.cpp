@@ -79,7 +79,7 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
     layer_.resize(n, kMovingLayer);
     rangeChanged_.resize(n + 3, 0);  // padded (see the declaration)
   }
-  boxes_[id.index] = box;
+  boxes_[id.index].box = box;
   static_[id.index] = isStatic ? 1 : 0;
   markDirty(id.index);
   return id;
@@ -92,7 +92,7 @@ void SweepGrid::remove(ProxyId id) {
 }
 
 void SweepGrid::moveUnchecked(uint32_t index, const Aabb& box) {
-  boxes_[index] = box;
+  boxes_[index].box = box;
   markMoved(index, dirtyStateFor(index, box));
 }
 
@@ -265,15 +265,13 @@ SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<
   for (uint32_t k = begin; k < end; ++k) {
     const uint32_t i = ids[k].index;
 #if defined(__AVX2__)
-    // One 16-byte and one 8-byte store: the 24-byte box as it came.
+    // The box and its zero padding in one aligned store.
     const __m256 v = loadBox(boxes[k]);
-    float* to = boxes_[i].min.data();
-    _mm_storeu_ps(to, _mm256_castps256_ps128(v));
-    _mm_storel_pi(reinterpret_cast<__m64*>(to + 4), _mm256_extractf128_ps(v, 1));
+    storeBox(boxes_[i], v);
     const uint8_t state =
         states ? states[k] : dirtyStateInLanes(canStay(i), v, invSide8_, range_[i]);
 #else
-    boxes_[i] = boxes[k];
+    boxes_[i].box = boxes[k];
     const uint8_t state = states ? states[k] : dirtyStateFor(i, boxes[k]);
 #endif
     // A list index is written only when the proxy joins: with chunks
@@ -291,7 +289,7 @@ SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<
 const Aabb& SweepGrid::box(uint32_t index) const {
   if (!pool_.isLiveIndex(index))
     throwError(ErrorCode::staleHandle, "box: index " + std::to_string(index) + " is not live");
-  return boxes_[index];
+  return boxes_[index].box;
 }
 
 bool SweepGrid::isStatic(uint32_t index) const {

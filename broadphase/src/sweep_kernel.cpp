@@ -252,7 +252,7 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t begin, uint32_t e
 // the floor mapping is monotone).
 void SweepGrid::pairOverflowBox(uint32_t slot, PairBuffer& out) const {
   const uint32_t o = overflow_[slot];
-  const Aabb& ob = boxes_[o];
+  const Aabb& ob = boxes_[o].box;
   const CellRange& orng = range_[o];
   const bool oStatic = static_[o] != 0;
   auto visit = [&](const SweepCell& c) {
@@ -285,14 +285,14 @@ void SweepGrid::pairOverflowSet(PairBuffer& out) const {
   thread_local std::vector<uint32_t> order;
   order.assign(overflow_.begin(), overflow_.end());
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const float ka = boxes_[a].min.x(), kb = boxes_[b].min.x();
+    const float ka = boxes_[a].box.min.x(), kb = boxes_[b].box.min.x();
     return ka < kb || (ka == kb && a < b);
   });
   for (size_t i = 0; i < order.size(); ++i) {
-    const Aabb& bi = boxes_[order[i]];
-    for (size_t j = i + 1; j < order.size() && boxes_[order[j]].min.x() <= bi.max.x(); ++j) {
+    const Aabb& bi = boxes_[order[i]].box;
+    for (size_t j = i + 1; j < order.size() && boxes_[order[j]].box.min.x() <= bi.max.x(); ++j) {
       if (static_[order[i]] && static_[order[j]]) continue;
-      if (overlaps(bi, boxes_[order[j]])) out.push(makePair(order[i], order[j]));
+      if (overlaps(bi, boxes_[order[j]].box)) out.push(makePair(order[i], order[j]));
     }
   }
 }

@@ -203,7 +203,7 @@ RayHit SweepGrid::castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) co
     return anyHit;
   };
   for (const uint32_t id : overflow_)
-    if (test(id, boxes_[id])) return best;
+    if (test(id, boxes_[id].box)) return best;
   walkRay(
       ray, grow, maxT,
       [&](const SweepCell& c, const Aabb& cull) {
@@ -239,7 +239,7 @@ void SweepGrid::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
     float t;
     if (intersectRayAabb(ray.origin, ray.invDirection, box, 0.0f, maxT, t)) out.push_back({id, t});
   };
-  for (const uint32_t id : overflow_) test(id, boxes_[id]);
+  for (const uint32_t id : overflow_) test(id, boxes_[id].box);
   walkRay(
       ray, Vec3::Zero(), maxT,
       [&](const SweepCell& c, const Aabb& cull) {
@@ -266,7 +266,7 @@ void SweepGrid::castRay(const Ray& ray, RayCallback callback) const {
   std::vector<RayHit> overflowHits;
   for (const uint32_t id : overflow_) {
     float t;
-    if (intersectRayAabb(ray.origin, ray.invDirection, boxes_[id], 0.0f, maxT, t))
+    if (intersectRayAabb(ray.origin, ray.invDirection, boxes_[id].box, 0.0f, maxT, t))
       overflowHits.push_back({id, t});
   }
   std::sort(overflowHits.begin(), overflowHits.end(), hitBefore);
@@ -329,7 +329,7 @@ void SweepGrid::queryBox(const Aabb& box, OverlapCallback callback) const {
   requireUpToDate("queryBox");
   if (!isValid(box)) throwError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
   for (const uint32_t id : overflow_)
-    if (overlaps(box, boxes_[id]) && !callback(id)) return;
+    if (overlaps(box, boxes_[id].box) && !callback(id)) return;
   const CellRange q = rangeOf(box);
   // Each box is reported by the cell holding the min corner of its
   // intersection with the query: per axis, the query starts there or the box does.
@@ -346,7 +346,7 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
   requireUpToDate("queryPoint");
   requireValidPoint(point, "queryPoint");
   for (const uint32_t id : overflow_)
-    if (containsPoint(boxes_[id], point) && !callback(id)) return;
+    if (containsPoint(boxes_[id].box, point) && !callback(id)) return;
   if (cells_.empty()) return;
   const CellCoord coord{cellOf(point.x(), 0), cellOf(point.y(), 1), cellOf(point.z(), 2)};
   for (const CellMap& map : maps_) {  // the moving cell, then the static one
@@ -374,7 +374,7 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
   out.clear();
   // A max-heap under neighbourBefore: front() is the worst kept.
   auto offer = [&](uint32_t id) {
-    const Neighbour nb{id, distanceSquared(boxes_[id], point)};
+    const Neighbour nb{id, distanceSquared(boxes_[id].box, point)};
     if (out.size() < k) {
       out.push_back(nb);
       std::push_heap(out.begin(), out.end(), neighbourBefore);

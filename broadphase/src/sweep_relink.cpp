@@ -37,7 +37,7 @@ void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
   CellRange newRange{};
   Registration newKind = Registration::none;
   if (pool_.isLiveIndex(i)) {
-    newRange = rangeOf(boxes_[i]);
+    newRange = rangeOf(boxes_[i].box);
     newKind = classify(newRange);
   }
   const CellRange oldRange = range_[i];

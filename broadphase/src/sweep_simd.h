@@ -17,6 +17,10 @@ namespace bp {
 // and 7.
 inline __m256i sixLanes() { return _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0); }
 inline __m256 loadBox(const Aabb& box) { return _mm256_maskload_ps(box.min.data(), sixLanes()); }
+// The same from SweepGrid's padded storage: one aligned load (the padding
+// holds 0, as loadBox's lanes 6 and 7 do).
+inline __m256 loadBox(const StoredBox& b) { return _mm256_load_ps(b.box.min.data()); }
+inline void storeBox(StoredBox& b, __m256 lanes) { _mm256_store_ps(b.box.min.data(), lanes); }
 
 // SweepGrid::dirtyStateFor on a box in lanes, without a branch: rangeOf()
 // (floor(v * 1/side) per lane, `invSide8` holding the three inverse sides

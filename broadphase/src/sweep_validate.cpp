@@ -44,7 +44,7 @@ std::string SweepGrid::validate() const {
     // "Stayed" is trusted by update(): the proxy must really be in its cells,
     // and be one that can stay (a moving proxy in moving cells).
     if (dirty_[i] == kDirtyStayed &&
-        (!pool_.isLiveIndex(i) || !canStay(i) || rangeOf(boxes_[i]) != range_[i]))
+        (!pool_.isLiveIndex(i) || !canStay(i) || rangeOf(boxes_[i].box) != range_[i]))
       return "proxy marked as staying in its cells but its box left them" + at(i);
   }
   if (relinks != dirtyList_.size()) return "relink states do not match the dirty list";
@@ -63,7 +63,7 @@ std::string SweepGrid::validate() const {
   uint32_t overflowCount = 0;
   for (uint32_t i = 0; i < cap; ++i) {
     const bool live = pool_.isLiveIndex(i);
-    if (live && !isValid(boxes_[i])) return "live proxy with an invalid box" + at(i);
+    if (live && !isValid(boxes_[i].box)) return "live proxy with an invalid box" + at(i);
     if (kind_[i] == Registration::overflow) {
       ++overflowCount;
       if (overflowPos_[i] >= overflow_.size() || overflow_[overflowPos_[i]] != i)
@@ -83,7 +83,7 @@ std::string SweepGrid::validate() const {
       continue;
     }
     if (kind_[i] == Registration::none) return "live proxy not registered" + at(i);
-    const CellRange r = rangeOf(boxes_[i]);
+    const CellRange r = rangeOf(boxes_[i].box);
     if (!(r == range_[i])) return "registered range differs from the box's cells" + at(i);
     if (classify(r) != kind_[i])
       return "registration kind does not match the overflow rule" + at(i);
@@ -129,7 +129,7 @@ std::string SweepGrid::validate() const {
         return "member not registered in this cell" + where + at(id);
       if (!dirty_[id] && static_[id] != c.layer) return "proxy in the wrong layer" + where + at(id);
       if (k > 0 && c.minX()[k - 1] > c.minX()[k]) return "cell not sorted on min x" + where;
-      const Aabb& b = boxes_[id];
+      const Aabb& b = boxes_[id].box;
       if (dirty_[id]) continue;  // its keys are refreshed at the next update
       const Aabb e = c.box(k);
       if (e.min != b.min || e.max != b.max)

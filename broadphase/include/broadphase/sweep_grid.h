@@ -116,6 +116,16 @@ struct SweepGridConfig {
   SweepKernel kernel = SweepKernel::automatic;
 };
 
+// A proxy's exact box as SweepGrid stores it: padded to 32 bytes, so that no
+// box straddles two cache lines (a 24-byte array puts every third box across
+// two). The refresh gathers the boxes of a cell's members in random proxy
+// order, so each box is one line fetch, never two.
+struct alignas(32) StoredBox {
+  Aabb box;
+  float pad[2] = {0.0f, 0.0f};
+};
+static_assert(sizeof(StoredBox) == 32 && alignof(StoredBox) == 32);
+
 // The closed range of cells a box overlaps: lo = cell of min, hi = cell of max.
 struct CellRange {
   int32_t lo[3];
@@ -375,7 +385,7 @@ class SweepGrid {
   HandlePool pool_;
 
   // Per proxy index (size capacity()).
-  std::vector<Aabb> boxes_;            // exact box (meaningful when live)
+  std::vector<StoredBox> boxes_;       // exact box (meaningful when live)
   std::vector<uint8_t> static_;        // 1: static
   std::vector<uint8_t> dirty_;         // kDirty*: listed (see the lists) when not 0
   std::vector<Registration> kind_;     // where the index is registered now
