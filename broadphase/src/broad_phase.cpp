@@ -263,13 +263,15 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
   const uint32_t n = static_cast<uint32_t>(raw.size());
   constexpr uint32_t kRejected = kNullIndex;
   out.resize(n);
+  const bool filtered = special_ != 0;
   scheduler_->forEach(0, n, kPairGrain, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k) {
       uint32_t a = outer[raw[k].a];
       uint32_t b = outer[raw[k].b];
       if (a > b) std::swap(a, b);
-      out[k] = accepts(a, b) ? ProxyPair{a, b, userData_[a], userData_[b]}
-                             : ProxyPair{kRejected, kRejected, 0, 0};
+      // (Without filters every pair stands: no call per pair.)
+      out[k] = !filtered || accepts(a, b) ? ProxyPair{a, b, userData_[a], userData_[b]}
+                                          : ProxyPair{kRejected, kRejected, 0, 0};
     }
   });
   if (special_ != 0)
