@@ -4,10 +4,10 @@
 //
 // Why 16 lanes when most entries of a cell have fewer than 8 candidates: one
 // block then nearly always holds every candidate, so the loop's exit is
-// predicted, the per-entry cost is one block, and a block without a pair
-// (most of them on sparse scenes) skips the output with a well-predicted
-// branch. The 8-lane kernel runs 1-3 blocks an entry with an exit that
-// mispredicts about one entry in three.
+// predicted and the per-entry cost is one block. The output of a block is
+// written without a branch, pairs or not (a branch on "any pair" mispredicts:
+// uniform 10^5 went from 2.17 to 2.67 ms with one). The 8-lane kernel runs
+// 1-3 blocks an entry with an exit that mispredicts about one entry in three.
 #pragma once
 
 #include <broadphase/pair_buffer.h>
