@@ -154,7 +154,8 @@ void Bvh::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
                                                " ids but " + std::to_string(boxes.size()) +
                                                " boxes");
   bool ok = true;
-  for (size_t k = 0; k < ids.size(); ++k) ok &= pool_.isLive(ids[k]) & isValidFast(boxes[k]);
+  for (size_t k = 0; k < ids.size(); ++k)
+    ok &= (unsigned(pool_.isLive(ids[k])) & unsigned(isValidFast(boxes[k]))) != 0;
   if (!ok) {
     for (size_t k = 0; k < ids.size(); ++k) {
       checkLive(ids[k], "move");

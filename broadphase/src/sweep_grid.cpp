@@ -24,11 +24,14 @@ void requireValidBox(const Aabb& box) {
 
 // isValid() without branches: |v| <= kMaxCoordinate is false for NaN and
 // infinity too, and min <= max is false for NaN.
-inline bool isValidFast(const Aabb& b) {
+// (The AVX2 build checks in lanes instead.)
+[[maybe_unused]] inline bool isValidFast(const Aabb& b) {
   const float m = kMaxCoordinate;
-  return (std::fabs(b.min.x()) <= m) & (std::fabs(b.min.y()) <= m) & (std::fabs(b.min.z()) <= m) &
-         (std::fabs(b.max.x()) <= m) & (std::fabs(b.max.y()) <= m) & (std::fabs(b.max.z()) <= m) &
-         (b.min.x() <= b.max.x()) & (b.min.y() <= b.max.y()) & (b.min.z() <= b.max.z());
+  auto u = [](bool v) { return unsigned(v); };
+  return (u(std::fabs(b.min.x()) <= m) & u(std::fabs(b.min.y()) <= m) &
+          u(std::fabs(b.min.z()) <= m) & u(std::fabs(b.max.x()) <= m) &
+          u(std::fabs(b.max.y()) <= m) & u(std::fabs(b.max.z()) <= m) & u(b.min.x() <= b.max.x()) &
+          u(b.min.y() <= b.max.y()) & u(b.min.z() <= b.max.z())) != 0;
 }
 
 std::string describeHandle(ProxyId id) {
@@ -238,8 +241,8 @@ bool SweepGrid::checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> b
     const __m256 v = loadBox(boxes[k]);
     const __m256 inside = _mm256_cmp_ps(_mm256_andnot_ps(sign, v), limit, _CMP_LE_OQ);
     const __m256 ordered = _mm256_cmp_ps(v, _mm256_permutevar8x32_ps(v, maxLanes), _CMP_LE_OQ);
-    const bool ok = (_mm256_movemask_ps(_mm256_and_ps(inside, ordered)) == 0xFF) &
-                    pool_.isLiveBranchFree(ids[k]);
+    const bool ok = (unsigned(_mm256_movemask_ps(_mm256_and_ps(inside, ordered)) == 0xFF) &
+                     unsigned(pool_.isLiveBranchFree(ids[k]))) != 0;
     good &= ok;
     const uint32_t i = ids[k].index;
     if (states)

@@ -19,7 +19,7 @@ namespace {
 
 // Pairs are reported by the cell holding the min corner of the two boxes'
 // intersection: there, on each axis at least one of the two starts.
-inline bool reportedHere(uint8_t fi, uint8_t fj) {
+[[maybe_unused]] inline bool reportedHere(uint8_t fi, uint8_t fj) {
   return ((fi | fj) & kStartsHereMask) == kStartsHereMask;
 }
 
@@ -57,7 +57,7 @@ constexpr uint32_t kMinRangeEntries = 256;
 // For each 8-bit lane mask, the indices of its set lanes in order, 4 bits
 // each from the lowest nibble (unused nibbles 0): the permute that packs the
 // passing lanes of a block to the front.
-constexpr auto kCompressLanes = [] {
+[[maybe_unused]] constexpr auto kCompressLanes = [] {
   std::array<uint32_t, 256> table{};
   for (uint32_t mask = 0; mask < 256; ++mask) {
     uint32_t packed = 0, at = 0;
@@ -266,8 +266,9 @@ void SweepGrid::pairOverflowBox(uint32_t slot, PairBuffer& out) const {
     const float* maxZ = c.key(5);
     for (uint32_t k = 0; k < n && minX[k] <= ob.max.x(); ++k) {
       const uint32_t x = c.ids[k];
-      const bool hit = (ob.min.x() <= maxX[k]) & (minY[k] <= ob.max.y()) & (ob.min.y() <= maxY[k]) &
-                       (minZ[k] <= ob.max.z()) & (ob.min.z() <= maxZ[k]);
+      const bool hit = (unsigned(ob.min.x() <= maxX[k]) & unsigned(minY[k] <= ob.max.y()) &
+                        unsigned(ob.min.y() <= maxY[k]) & unsigned(minZ[k] <= ob.max.z()) &
+                        unsigned(ob.min.z() <= maxZ[k])) != 0;
       if (!hit || (oStatic && static_[x])) continue;
       const CellRange& xr = range_[x];
       if (c.coord.x == std::max(orng.lo[0], xr.lo[0]) &&

@@ -83,8 +83,9 @@ bool forEachEntryIn(const SweepCell& c, const Aabb& box, Fn&& fn) {
 #else
   const uint32_t n = c.size();
   for (uint32_t k = first; k < n && minX[k] <= box.max.x(); ++k)
-    if ((box.min.x() <= maxX[k]) & (minY[k] <= box.max.y()) & (box.min.y() <= maxY[k]) &
-            (minZ[k] <= box.max.z()) & (box.min.z() <= maxZ[k]) &&
+    if ((unsigned(box.min.x() <= maxX[k]) & unsigned(minY[k] <= box.max.y()) &
+         unsigned(box.min.y() <= maxY[k]) & unsigned(minZ[k] <= box.max.z()) &
+         unsigned(box.min.z() <= maxZ[k])) != 0 &&
         !fn(k))
       return false;
   return true;

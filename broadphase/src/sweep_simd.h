@@ -32,7 +32,7 @@ inline uint8_t dirtyStateInLanes(bool canStay, __m256 box, const float* invSide8
       _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_mul_ps(box, _mm256_loadu_ps(invSide8))));
   const __m256i range = _mm256_maskload_epi32(registered.lo, sixLanes());
   const bool same = _mm256_movemask_epi8(_mm256_cmpeq_epi32(cells, range)) == -1;
-  return canStay & same ? kDirtyStayed : kDirtyRelink;
+  return (unsigned(canStay) & unsigned(same)) != 0 ? kDirtyStayed : kDirtyRelink;
 }
 
 }  // namespace bp

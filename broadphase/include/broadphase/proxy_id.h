@@ -49,7 +49,9 @@ class HandlePool {
     if (n == 0) return false;
     const bool inside = id.index < n;
     const uint32_t i = inside ? id.index : 0;
-    return inside & (live_[i] != 0) & (generation_[i] == id.generation);
+    // (unsigned &: three tests, no branch.)
+    return (unsigned(inside) & unsigned(live_[i] != 0) &
+            unsigned(generation_[i] == id.generation)) != 0;
   }
   bool isLiveIndex(uint32_t index) const { return index < live_.size() && live_[index]; }
   ProxyId handleOf(uint32_t index) const { return {index, generation_[index]}; }

@@ -311,8 +311,8 @@ class SweepGrid {
   // relink. (A static that moved always gets one: its static cells must be
   // re-sorted, and update() does not scan the proxies that stayed.)
   bool canStay(uint32_t index) const {
-    return (side_[0] != 0.0f) & (kind_[index] == Registration::cells) &
-           (layer_[index] == kMovingLayer) & (static_[index] == 0);
+    return (unsigned(side_[0] != 0.0f) & unsigned(kind_[index] == Registration::cells) &
+            unsigned(layer_[index] == kMovingLayer) & unsigned(static_[index] == 0)) != 0;
   }
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
