@@ -57,7 +57,7 @@ void radixSort(std::span<const std::span<const Pair>> pieces, size_t n, Pair* x,
     }
   }
   for (const std::span<const Pair>& piece : pieces)
-    for (const Pair& p : piece) x[count[uint32_t(keyOf(p)) & (buckets - 1)]++] = p;
+    for (const Pair& p : piece) x[count[uint32_t(keyOf(p)) & mask]++] = p;
   Pair* src = x;
   Pair* dst = y;
   for (uint32_t d = 1; d < passes; ++d) {
@@ -65,7 +65,7 @@ void radixSort(std::span<const std::span<const Pair>> pieces, size_t n, Pair* x,
     const uint32_t shift = d * digitBits;
     for (size_t i = 0; i < n; ++i) {
       const Pair& p = src[i];
-      dst[offset[uint32_t(keyOf(p) >> shift) & (buckets - 1)]++] = p;
+      dst[offset[uint32_t(keyOf(p) >> shift) & mask]++] = p;
     }
     std::swap(src, dst);
   }

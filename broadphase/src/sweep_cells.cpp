@@ -18,12 +18,13 @@
 // Coherence policy (measured in session 1 with bench/micro/sweep_bench.cpp,
 // one thread, N = 10^5, every box moving, on the code of then): keeping each
 // cell's order and repairing it by insertion sort cost 6.6 ms a frame on
-// `uniform` against 16.0 ms for a fresh grid every frame (SweepRebuildFrame: hashing every entry
-// into new cells and std::sort per cell), and 92 vs 90 ms on `clustered`, whose dense cells reorder
-// a lot and whose time is dominated by its 2.5 M pairs. So the cells are kept. The sort itself is
-// sweep_sort.cpp: a new cell or a crowd of entrants is sorted afresh, and a repair that runs over
-// its budget of 8n
-// + 64 shifts (a teleport storm, a dense pile) falls back to std::sort.
+// `uniform` against 16.0 ms for a fresh grid every frame (SweepRebuildFrame:
+// hashing every entry into new cells and std::sort per cell), and 92 vs 90 ms
+// on `clustered`, whose dense cells reorder a lot and whose time is dominated
+// by its 2.5 M pairs. So the cells are kept. The sort itself is
+// sweep_sort.cpp: a new cell or a crowd of entrants is sorted afresh, and a
+// repair that runs over its budget of 8n + 64 shifts (a teleport storm, a
+// dense pile) falls back to std::sort.
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
 

@@ -63,8 +63,8 @@ void SweepGrid::markDirty(uint32_t index) { markMoved(index, kDirtyRelink); }
 
 void SweepGrid::markMoved(uint32_t index, uint8_t state) {
   const uint8_t old = dirty_[index];
-  if (state == kDirtyRelink && old != kDirtyRelink) dirtyList_.push_back(index);
-  if (state == kDirtyStayed && old == kDirtyNone) stayedList_.push_back(index);
+  if (joinsRelinks(old, state)) dirtyList_.push_back(index);
+  if (joinsStayed(old, state)) stayedList_.push_back(index);
   dirty_[index] = std::max(old, state);
 }
 
@@ -173,8 +173,8 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
           ascending &= k == 0 || ids[k - 1].index < ids[k].index;
           const uint32_t i = ids[k].index;
           const uint8_t old = i < dirty_.size() ? dirty_[i] : kDirtyNone;
-          fresh.relink += (moveStates_[k] == kDirtyRelink) & (old != kDirtyRelink);
-          fresh.stayed += (moveStates_[k] == kDirtyStayed) & (old == kDirtyNone);
+          fresh.relink += joinsRelinks(old, moveStates_[k]);
+          fresh.stayed += joinsStayed(old, moveStates_[k]);
         }
         chunkAscending_[c] = ascending;
         chunkFresh_[c] = fresh;
@@ -282,8 +282,8 @@ SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<
     // in the next chunk's (a race TSan caught on a batch of proxies already
     // dirty).
     const uint8_t old = dirty_[i];
-    if (state == kDirtyRelink && old != kDirtyRelink) relinkOut[added.relink++] = i;
-    if (state == kDirtyStayed && old == kDirtyNone) stayedOut[added.stayed++] = i;
+    if (joinsRelinks(old, state)) relinkOut[added.relink++] = i;
+    if (joinsStayed(old, state)) stayedOut[added.stayed++] = i;
     dirty_[i] = std::max(old, state);
   }
   return added;

@@ -304,6 +304,15 @@ class SweepGrid {
   // Records the new state of a proxy whose box was written: it rises to
   // `state`, and the proxy joins the list of that state if not in it yet.
   void markMoved(uint32_t index, uint8_t state);
+  // The rule markMoved, writeBatch and the batch's per-chunk counts share:
+  // whether a proxy in dirty state `old` joins dirtyList_ or stayedList_
+  // when it moves with new state `state`.
+  static bool joinsRelinks(uint8_t old, uint8_t state) {
+    return state == kDirtyRelink && old != kDirtyRelink;
+  }
+  static bool joinsStayed(uint8_t old, uint8_t state) {
+    return state == kDirtyStayed && old == kDirtyNone;
+  }
   // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
   uint8_t dirtyStateFor(uint32_t index, const Aabb& box) const;
   // A moving proxy registered in moving cells (and cells exist: before the
