@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -28,11 +29,18 @@ std::vector<uint64_t> makeKeys(std::mt19937_64& rng, uint32_t old, uint32_t entr
   return keys;
 }
 
-void expectSorts(std::vector<uint64_t> keys, uint32_t old) {
-  std::vector<uint64_t> expected = keys;
+// Every pre-pass this build and CPU run (the automatic one is the widest).
+void expectSorts(const std::vector<uint64_t>& input, uint32_t old) {
+  std::vector<uint64_t> expected = input;
   std::sort(expected.begin(), expected.end());
-  sortCellKeys(keys.data(), old, uint32_t(keys.size()));
-  EXPECT_EQ(keys, expected) << "old " << old << ", n " << keys.size();
+  for (SortPrepass p :
+       {SortPrepass::automatic, SortPrepass::bubble, SortPrepass::avx2, SortPrepass::avx512}) {
+    if (!sortPrepassAvailable(p)) continue;
+    std::vector<uint64_t> keys = input;
+    sortCellKeys(keys.data(), old, uint32_t(keys.size()), p);
+    EXPECT_EQ(keys, expected) << "old " << old << ", n " << keys.size() << ", prepass "
+                              << int(p);
+  }
 }
 
 TEST(SweepSort, NearlySortedWithEntrants) {
@@ -59,6 +67,34 @@ TEST(SweepSort, FarMovesFallBackToAFullSort) {
   for (uint32_t k = 0; k < 300; ++k) reversed[k] = uint64_t(300 - k) << 32 | k;
   expectSorts(reversed, 300);
   expectSorts(reversed, 0);
+}
+
+// Keys across the whole unsigned range (the top bit set and clear: the
+// vector compares are signed and flip it), displaced by up to a few places
+// the way a frame's motion does, with ties of min x broken by the low half.
+TEST(SweepSort, DisplacedKeysAcrossTheUnsignedRange) {
+  std::mt19937_64 rng(17);
+  for (uint32_t n : {8u, 9u, 15u, 16u, 17u, 64u, 741u}) {
+    for (int repeat = 0; repeat < 20; ++repeat) {
+      std::vector<uint64_t> keys(n);
+      for (uint32_t k = 0; k < n; ++k)
+        keys[k] = (uint64_t(k / 2) * 0x0200000000000000ull + (rng() & 0xFFFF0000u) * (k & 1)) |
+                  (rng() >> 40);
+      std::sort(keys.begin(), keys.end());
+      for (uint32_t k = 0; k + 3 < n; ++k)
+        if (rng() % 3 == 0) std::swap(keys[k], keys[k + 1 + rng() % 3]);
+      expectSorts(keys, n);
+    }
+  }
+}
+
+TEST(SweepSort, ThePrepassesThisMachineRuns) {
+  EXPECT_TRUE(sortPrepassAvailable(SortPrepass::automatic));
+  EXPECT_TRUE(sortPrepassAvailable(SortPrepass::bubble));
+  // Reported so that a log shows which paths the tests above covered.
+  std::printf("sort prepasses: avx2 %s, avx512 %s\n",
+              sortPrepassAvailable(SortPrepass::avx2) ? "yes" : "no",
+              sortPrepassAvailable(SortPrepass::avx512) ? "yes" : "no");
 }
 
 }  // namespace
