@@ -462,7 +462,7 @@ void SweepGrid::refreshListedCells(Scheduler& scheduler) {
 bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   // Events of an update cut short by an exception must not be applied again.
   cellEventBegin_.clear();
-  if (dirtyList_.empty() && stayedList_.empty()) return false;
+  if (!hasPendingChanges()) return false;
 
   // Pick (or re-pick, once the population has grown 8x) the cell size.
   const uint32_t live = pool_.liveCount();
@@ -478,8 +478,10 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
     // Only removals of never-registered proxies are pending: nothing to do.
     for (const uint32_t i : dirtyList_) dirty_[i] = kDirtyNone;
     for (const uint32_t i : stayedList_) dirty_[i] = kDirtyNone;
+    if (unlistedStays_ != 0) std::fill(dirty_.begin(), dirty_.end(), kDirtyNone);
     dirtyList_.clear();
     stayedList_.clear();
+    unlistedStays_ = 0;
     return false;
   }
 
@@ -493,9 +495,16 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   // than a visit each. This holds for the moving layer only: a static that
   // moved always relinks (canStay), which refreshes its static cells.
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
-  const uint64_t pending = uint64_t(nd) + stayedList_.size();
+  const uint64_t pending = uint64_t(nd) + stayedList_.size() + unlistedStays_;
   const bool refreshAll = pending * 2 >= cells_.size();
   refreshAll_ = refreshAll;
+  if (!refreshAll && unlistedStays_ != 0) {
+    // A batch move guessed wrong (its handles repeated): list the proxies
+    // that stayed, from their states.
+    stayedList_.clear();
+    for (uint32_t i = 0; i < dirty_.size(); ++i)
+      if (dirty_[i] == kDirtyStayed) stayedList_.push_back(i);
+  }
   if (refreshAll) {
     // The relinks are planned in parallel chunks; resolveRelinks() then
     // applies the plans in dirty-list order, leaving each cell's share to its
@@ -517,7 +526,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
       }
     });
     resolveRelinks(chunks);
-    if (stayedList_.size() * 16 >= dirty_.size())
+    if (unlistedStays_ != 0 || stayedList_.size() * 16 >= dirty_.size())
       std::fill(dirty_.begin(), dirty_.end(), kDirtyNone);
     else
       for (const uint32_t i : stayedList_) dirty_[i] = kDirtyNone;
@@ -535,6 +544,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   }
   dirtyList_.clear();
   stayedList_.clear();
+  unlistedStays_ = 0;
 
   // (2) is the caller's: the cells in dirtyCells_ are refreshed, then (when
   // refreshAll_) every moving cell whose `dirty` is still set (by update(),

@@ -131,16 +131,21 @@ void SweepGrid::moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb
 // A bad entry throws before anything changes (the slow search for the first
 // culprit only runs then); entries are written in batch order, so a handle
 // given twice ends with its last box, as with one-by-one moves. Unchecked
-// (moveUnchecked), one thread skips the check pass; with workers the pass
-// still runs, for the dirty states.
+// (moveUnchecked), one thread skips the check pass.
 // - One thread: a check pass, then a write pass that also works out each
 //   dirty state while the box is in registers.
-// - With workers: the check pass works the states out too (it only reads, so
-//   it runs in parallel chunks), and notes whether the handles come in
-//   strictly increasing index order (an engine's usual batch: its bodies in
-//   order) and how many become dirty per chunk. Then no index can repeat, so
-//   the chunks also write in parallel, each into its own stretch of the dirty
-//   list; otherwise the writes are serial.
+// - With workers: the check pass runs in parallel chunks and notes whether
+//   the handles come in strictly increasing index order (an engine's usual
+//   batch: its bodies in order). Then no index can repeat, and the chunks
+//   also write in parallel, each listing into its own stretch of the dirty
+//   lists (its entries' places), closed up afterwards; otherwise the writes
+//   are serial. (The check pass used to work the states out too, to count
+//   each chunk's list entries in advance: on plane 10^5, two threads, that
+//   pass took three times as long as the writes.)
+// - A batch large enough that update() will refresh every moving cell and
+//   clear the dirty states wholesale (see beginUpdate) only counts the
+//   proxies that stay in their cells (unlistedStays_) rather than listing
+//   them: update() would not read the list.
 // Both passes are branch-free per entry (the box checked and moved in one
 // register; see checkBatch/writeBatch): on uniform 10^5, one thread, the
 // batch move fell from about 0.55 to 0.37 ms (an A/B driver run, old and new
@@ -156,35 +161,24 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
   const uint32_t chunks = parallel ? (n + kChunk - 1) / kChunk : 1;
   bool good = true;
   if (parallel) {
-    moveStates_.resize(n);
-    chunkFresh_.resize(chunks);
     chunkAscending_.resize(chunks);
     std::atomic<bool> bad{false};
     scheduler->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
       for (uint32_t c = first; c < last; ++c) {
         const uint32_t begin = c * kChunk, end = std::min(n, begin + kChunk);
-        if (!checkBatch(ids, boxes, begin, end, moveStates_.data()))
+        if (checked && !checkBatch(ids, boxes, begin, end))
           bad.store(true, std::memory_order_relaxed);
-        // (The counts hold for an ascending chunk, whose indices are
-        // unique: the only case that uses them.)
         bool ascending = true;
-        Listed fresh;
-        for (uint32_t k = begin; k < end; ++k) {
+        for (uint32_t k = begin; k < end; ++k)
           ascending &= k == 0 || ids[k - 1].index < ids[k].index;
-          const uint32_t i = ids[k].index;
-          const uint8_t old = i < dirty_.size() ? dirty_[i] : kDirtyNone;
-          fresh.relink += joinsRelinks(old, moveStates_[k]);
-          fresh.stayed += joinsStayed(old, moveStates_[k]);
-        }
         chunkAscending_[c] = ascending;
-        chunkFresh_[c] = fresh;
       }
     });
     good = !bad.load(std::memory_order_relaxed);
   } else if (checked) {
-    good = checkBatch(ids, boxes, 0, n, nullptr);
+    good = checkBatch(ids, boxes, 0, n);
   }
-  if (!good && checked)
+  if (!good)
     for (size_t k = 0; k < n; ++k) {
       if (!pool_.isLive(ids[k]))
         throwError(ErrorCode::staleHandle,
@@ -193,43 +187,51 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
         throwError(ErrorCode::invalidBox,
                    "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
     }
+  // Whether update() will surely take its path that needs no stayed list: a
+  // batch of n proxies leaves at least n pending when its indices are
+  // unique, which is assumed here; if repeats make the guess wrong,
+  // beginUpdate() rebuilds the list from dirty_.
+  const bool listStays = !(uint64_t(n) * 2 >= cells_.size() && uint64_t(n) * 16 >= dirty_.size());
   const size_t relinks = dirtyList_.size(), stays = stayedList_.size();
   dirtyList_.resize(relinks + n);
-  stayedList_.resize(stays + n);
+  if (listStays) stayedList_.resize(stays + n);
   uint32_t* relinkOut = dirtyList_.data() + relinks;
-  uint32_t* stayedOut = stayedList_.data() + stays;
+  uint32_t* stayedOut = listStays ? stayedList_.data() + stays : nullptr;
   const bool unique = parallel && std::all_of(chunkAscending_.begin(), chunkAscending_.end(),
                                               [](uint8_t a) { return a != 0; });
   Listed added;
   if (unique) {
-    // Chunk c's newly listed entries start after those of the chunks before
-    // it, in each list.
-    for (Listed& f : chunkFresh_) {
-      const Listed before = added;
-      added.relink += f.relink;
-      added.stayed += f.stayed;
-      f = before;
-    }
+    chunkListed_.resize(chunks);
     scheduler->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
       for (uint32_t c = first; c < last; ++c) {
         const uint32_t begin = c * kChunk, end = std::min(n, begin + kChunk);
-        writeBatch(ids, boxes, begin, end, moveStates_.data(), relinkOut + chunkFresh_[c].relink,
-                   stayedOut + chunkFresh_[c].stayed);
+        chunkListed_[c] = writeBatch(ids, boxes, begin, end, relinkOut + begin,
+                                     stayedOut ? stayedOut + begin : nullptr);
       }
     });
+    // Close up the stretches, in chunk order.
+    for (uint32_t c = 0; c < chunks; ++c) {
+      const uint32_t begin = c * kChunk;
+      const Listed& l = chunkListed_[c];
+      std::copy_n(relinkOut + begin, l.relink, relinkOut + added.relink);
+      if (stayedOut) std::copy_n(stayedOut + begin, l.stayed, stayedOut + added.stayed);
+      added.relink += l.relink;
+      added.stayed += l.stayed;
+    }
   } else {
-    added =
-        writeBatch(ids, boxes, 0, n, parallel ? moveStates_.data() : nullptr, relinkOut, stayedOut);
+    added = writeBatch(ids, boxes, 0, n, relinkOut, stayedOut);
   }
   dirtyList_.resize(relinks + added.relink);
-  stayedList_.resize(stays + added.stayed);
+  if (listStays)
+    stayedList_.resize(stays + added.stayed);
+  else
+    unlistedStays_ += added.stayed;
 }
 
 // Entries [begin, end) of a batch: true when every handle is live and every
-// box valid. With `states`, also each entry's dirty state (kDirtyRelink for a
-// bad entry, which is never written).
+// box valid.
 bool SweepGrid::checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                           uint32_t begin, uint32_t end, uint8_t* states) const {
+                           uint32_t begin, uint32_t end) const {
   bool good = true;
 #if defined(__AVX2__)
   // isValid() in lanes: |v| <= kMaxCoordinate (false for NaN and infinity)
@@ -241,29 +243,22 @@ bool SweepGrid::checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> b
     const __m256 v = loadBox(boxes[k]);
     const __m256 inside = _mm256_cmp_ps(_mm256_andnot_ps(sign, v), limit, _CMP_LE_OQ);
     const __m256 ordered = _mm256_cmp_ps(v, _mm256_permutevar8x32_ps(v, maxLanes), _CMP_LE_OQ);
-    const bool ok = (unsigned(_mm256_movemask_ps(_mm256_and_ps(inside, ordered)) == 0xFF) &
-                     unsigned(pool_.isLiveBranchFree(ids[k]))) != 0;
-    good &= ok;
-    const uint32_t i = ids[k].index;
-    if (states)
-      states[k] = ok ? dirtyStateInLanes(canStay(i), v, invSide8_, range_[i]) : kDirtyRelink;
+    good &= (unsigned(_mm256_movemask_ps(_mm256_and_ps(inside, ordered)) == 0xFF) &
+             unsigned(pool_.isLiveBranchFree(ids[k]))) != 0;
   }
 #else
-  for (uint32_t k = begin; k < end; ++k) {
-    const bool ok = pool_.isLive(ids[k]) && isValidFast(boxes[k]);
-    good &= ok;
-    if (states) states[k] = ok ? dirtyStateFor(ids[k].index, boxes[k]) : kDirtyRelink;
-  }
+  for (uint32_t k = begin; k < end; ++k) good &= pool_.isLive(ids[k]) && isValidFast(boxes[k]);
 #endif
   return good;
 }
 
-// Writes entries [begin, end) of a checked batch: the box, its dirty state
-// (from `states`, or worked out here; as markMoved), and each index that
-// joins a list to `relinkOut` or `stayedOut`. Returns how many joined each.
+// Writes entries [begin, end) of a checked batch: the box and its dirty state
+// (worked out here, as markMoved), and each index that joins a list to
+// `relinkOut` or `stayedOut` (null: counted only). Returns how many joined
+// each list.
 SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                                        uint32_t begin, uint32_t end, const uint8_t* states,
-                                        uint32_t* relinkOut, uint32_t* stayedOut) {
+                                        uint32_t begin, uint32_t end, uint32_t* relinkOut,
+                                        uint32_t* stayedOut) {
   Listed added;
   for (uint32_t k = begin; k < end; ++k) {
     const uint32_t i = ids[k].index;
@@ -271,11 +266,10 @@ SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<
     // The box and its zero padding in one aligned store.
     const __m256 v = loadBox(boxes[k]);
     storeBox(boxes_[i], v);
-    const uint8_t state =
-        states ? states[k] : dirtyStateInLanes(canStay(i), v, invSide8_, range_[i]);
+    const uint8_t state = dirtyStateInLanes(canStay(i), v, invSide8_, range_[i]);
 #else
     boxes_[i].box = boxes[k];
-    const uint8_t state = states ? states[k] : dirtyStateFor(i, boxes[k]);
+    const uint8_t state = dirtyStateFor(i, boxes[k]);
 #endif
     // A list index is written only when the proxy joins: with chunks
     // writing side by side, a chunk's write past its own stretch would land
@@ -283,7 +277,10 @@ SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<
     // dirty).
     const uint8_t old = dirty_[i];
     if (joinsRelinks(old, state)) relinkOut[added.relink++] = i;
-    if (joinsStayed(old, state)) stayedOut[added.stayed++] = i;
+    if (joinsStayed(old, state)) {
+      if (stayedOut) stayedOut[added.stayed] = i;
+      ++added.stayed;
+    }
     dirty_[i] = std::max(old, state);
   }
   return added;
@@ -318,7 +315,6 @@ size_t SweepGrid::memoryBytes() const {
   add(overflowPos_);
   add(layer_);
   add(rangeChanged_);
-  add(moveStates_);
   add(changed_);
   add(dirtyList_);
   add(stayedList_);
@@ -326,7 +322,7 @@ size_t SweepGrid::memoryBytes() const {
   add(cells_);
   add(dirtyCells_);
   add(sortScratch_);
-  add(chunkFresh_);
+  add(chunkListed_);
   add(chunkAscending_);
   add(cellEventBegin_);
   add(cellEventFill_);

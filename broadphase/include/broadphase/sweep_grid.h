@@ -247,7 +247,9 @@ class SweepGrid {
   float cellLength() const { return side_[0]; }  // along the sweep axis (x)
   uint32_t cellCount() const { return static_cast<uint32_t>(cells_.size()); }
   uint32_t overflowCount() const { return static_cast<uint32_t>(overflow_.size()); }
-  bool hasPendingChanges() const { return !dirtyList_.empty() || !stayedList_.empty(); }
+  bool hasPendingChanges() const {
+    return !dirtyList_.empty() || !stayedList_.empty() || unlistedStays_ != 0;
+  }
   // The 16-lane kernel is enabled: SweepGridConfig::kernel is not narrow and
   // this CPU has AVX-512 (automatic still runs it only on crowded cells).
   bool wideKernelEnabled() const { return wide_; }
@@ -294,18 +296,18 @@ class SweepGrid {
   void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler,
                  bool checked);
   bool checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                  uint32_t end, uint8_t* states) const;
+                  uint32_t end) const;
   // The entries of a batch that become listed: how many in each dirty list.
   struct Listed {
     uint32_t relink = 0, stayed = 0;
   };
   Listed writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                    uint32_t end, const uint8_t* states, uint32_t* relinkOut, uint32_t* stayedOut);
+                    uint32_t end, uint32_t* relinkOut, uint32_t* stayedOut);
   // Records the new state of a proxy whose box was written: it rises to
   // `state`, and the proxy joins the list of that state if not in it yet.
   void markMoved(uint32_t index, uint8_t state);
-  // The rule markMoved, writeBatch and the batch's per-chunk counts share:
-  // whether a proxy in dirty state `old` joins dirtyList_ or stayedList_
+  // The rule markMoved and writeBatch share: whether a proxy in dirty state
+  // `old` joins dirtyList_ or stayedList_ (or unlistedStays_)
   // when it moves with new state `state`.
   static bool joinsRelinks(uint8_t old, uint8_t state) {
     return state == kDirtyRelink && old != kDirtyRelink;
@@ -412,8 +414,12 @@ class SweepGrid {
   // only when it does not refresh every moving cell anyway: on a frame where
   // everything moves, the proxies that stayed in their cells cost nothing
   // after move().
+  // A large batch move only counts its staying proxies (unlistedStays_),
+  // when update() is sure to clear the states wholesale; update() rebuilds
+  // the list from dirty_ should it need it after all.
   std::vector<uint32_t> dirtyList_;
   std::vector<uint32_t> stayedList_;
+  uint64_t unlistedStays_ = 0;
   std::vector<uint32_t> overflow_;  // indices registered as overflow
 
   std::vector<PaddedCell> cells_;  // dense: every cell is occupied after update
@@ -442,8 +448,7 @@ class SweepGrid {
   std::vector<uint32_t> cellEventBegin_;
   std::vector<uint32_t> cellEventFill_;
   std::vector<uint32_t> cellEvents_;
-  std::vector<uint8_t> moveStates_;      // move(): each entry's new dirty state
-  std::vector<Listed> chunkFresh_;       // move(): per chunk, entries newly listed
+  std::vector<Listed> chunkListed_;      // move(): per chunk, entries newly listed
   std::vector<uint8_t> chunkAscending_;  // move(): per chunk, indices strictly increasing
   PerWorker<PairBuffer> pairBuffers_;
   // The cells' refresh-and-sweep loop gives each worker the cells it had last
