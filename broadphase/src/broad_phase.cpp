@@ -2,6 +2,7 @@
 // Queries are in broad_phase_query.cpp; the per-side glue in broad_phase_side.h.
 #include <broadphase/broad_phase.h>
 
+#include "batch_check.h"
 #include "broad_phase_side.h"
 
 #include <tbb/parallel_sort.h>
@@ -153,9 +154,7 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
   // checking again, in batch order: this is the per-frame hot path.
   std::atomic<bool> bad{false};
   scheduler_->forEach(0, uint32_t(ids.size()), 8192, [&](uint32_t begin, uint32_t end) {
-    bool good = true;
-    for (uint32_t k = begin; k < end; ++k) good &= pool_.isLive(ids[k]) && isValid(boxes[k]);
-    if (!good) bad.store(true, std::memory_order_relaxed);
+    if (!allLiveAndValid(pool_, ids, boxes, begin, end)) bad.store(true, std::memory_order_relaxed);
   });
   if (bad.load(std::memory_order_relaxed))
     for (size_t k = 0; k < ids.size(); ++k) {

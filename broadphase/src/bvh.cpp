@@ -3,6 +3,8 @@
 #include <broadphase/bvh.h>
 #include <broadphase/error.h>
 
+#include "batch_check.h"
+
 #include <cmath>
 #include <string>
 
@@ -127,18 +129,6 @@ void Bvh::applyMove(uint32_t i, const Aabb& box) {
   }
 }
 
-namespace {
-
-// isValid() in one pass of vector compares: |x| <= kMaxCoordinate is false
-// for NaN and the infinities, so it also checks finiteness.
-inline bool isValidFast(const Aabb& box) {
-  const Eigen::Array3f lo = box.min.array(), hi = box.max.array();
-  return int((lo.abs() <= kMaxCoordinate).all()) & int((hi.abs() <= kMaxCoordinate).all()) &
-         int((lo <= hi).all());
-}
-
-}  // namespace
-
 void Bvh::move(ProxyId id, const Aabb& box) {
   checkLive(id, "move");
   if (!isValid(box)) throwError(ErrorCode::invalidBox, "Bvh::move: " + describeInvalid(box));
@@ -153,10 +143,7 @@ void Bvh::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
     throwError(ErrorCode::invalidArgument, "Bvh::move: " + std::to_string(ids.size()) +
                                                " ids but " + std::to_string(boxes.size()) +
                                                " boxes");
-  bool ok = true;
-  for (size_t k = 0; k < ids.size(); ++k)
-    ok &= (unsigned(pool_.isLive(ids[k])) & unsigned(isValidFast(boxes[k]))) != 0;
-  if (!ok) {
+  if (!allLiveAndValid(pool_, ids, boxes, 0, ids.size())) {
     for (size_t k = 0; k < ids.size(); ++k) {
       checkLive(ids[k], "move");
       if (!isValid(boxes[k]))

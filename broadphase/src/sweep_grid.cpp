@@ -5,6 +5,7 @@
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
 
+#include "batch_check.h"
 #include "sweep_kernel_wide.h"
 #include "sweep_simd.h"
 
@@ -20,18 +21,6 @@ namespace {
 
 void requireValidBox(const Aabb& box) {
   if (!isValid(box)) throwError(ErrorCode::invalidBox, describeInvalid(box));
-}
-
-// isValid() without branches: |v| <= kMaxCoordinate is false for NaN and
-// infinity too, and min <= max is false for NaN.
-// (The AVX2 build checks in lanes instead.)
-[[maybe_unused]] inline bool isValidFast(const Aabb& b) {
-  const float m = kMaxCoordinate;
-  auto u = [](bool v) { return unsigned(v); };
-  return (u(std::fabs(b.min.x()) <= m) & u(std::fabs(b.min.y()) <= m) &
-          u(std::fabs(b.min.z()) <= m) & u(std::fabs(b.max.x()) <= m) &
-          u(std::fabs(b.max.y()) <= m) & u(std::fabs(b.max.z()) <= m) & u(b.min.x() <= b.max.x()) &
-          u(b.min.y() <= b.max.y()) & u(b.min.z() <= b.max.z())) != 0;
 }
 
 std::string describeHandle(ProxyId id) {
@@ -147,7 +136,7 @@ void SweepGrid::moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb
 //   proxies that stay in their cells (unlistedStays_) rather than listing
 //   them: update() would not read the list.
 // Both passes are branch-free per entry (the box checked and moved in one
-// register; see checkBatch/writeBatch): on uniform 10^5, one thread, the
+// register; see allLiveAndValid and writeBatch): on uniform 10^5, one thread, the
 // batch move fell from about 0.55 to 0.37 ms (an A/B driver run, old and new
 // build alternating).
 void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
@@ -172,7 +161,7 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
     scheduler->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
       for (uint32_t c = first; c < last; ++c) {
         const uint32_t begin = std::min(n, c * chunkSize), end = std::min(n, begin + chunkSize);
-        if (checked && !checkBatch(ids, boxes, begin, end))
+        if (checked && !allLiveAndValid(pool_, ids, boxes, begin, end))
           bad.store(true, std::memory_order_relaxed);
         bool ascending = true;
         for (uint32_t k = begin; k < end; ++k)
@@ -182,7 +171,7 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
     });
     good = !bad.load(std::memory_order_relaxed);
   } else if (checked) {
-    good = checkBatch(ids, boxes, 0, n);
+    good = allLiveAndValid(pool_, ids, boxes, 0, n);
   }
   if (!good)
     for (size_t k = 0; k < n; ++k) {
@@ -232,30 +221,6 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
     stayedList_.resize(stays + added.stayed);
   else
     unlistedStays_ += added.stayed;
-}
-
-// Entries [begin, end) of a batch: true when every handle is live and every
-// box valid.
-bool SweepGrid::checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                           uint32_t begin, uint32_t end) const {
-  bool good = true;
-#if defined(__AVX2__)
-  // isValid() in lanes: |v| <= kMaxCoordinate (false for NaN and infinity)
-  // on all six, and min <= max on lanes 0-2 (lanes 3-7 compare equal values).
-  const __m256 limit = _mm256_set1_ps(kMaxCoordinate);
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256i maxLanes = _mm256_setr_epi32(3, 4, 5, 3, 4, 5, 6, 7);
-  for (uint32_t k = begin; k < end; ++k) {
-    const __m256 v = loadBox(boxes[k]);
-    const __m256 inside = _mm256_cmp_ps(_mm256_andnot_ps(sign, v), limit, _CMP_LE_OQ);
-    const __m256 ordered = _mm256_cmp_ps(v, _mm256_permutevar8x32_ps(v, maxLanes), _CMP_LE_OQ);
-    good &= (unsigned(_mm256_movemask_ps(_mm256_and_ps(inside, ordered)) == 0xFF) &
-             unsigned(pool_.isLiveBranchFree(ids[k]))) != 0;
-  }
-#else
-  for (uint32_t k = begin; k < end; ++k) good &= pool_.isLive(ids[k]) && isValidFast(boxes[k]);
-#endif
-  return good;
 }
 
 // Writes entries [begin, end) of a checked batch: the box and its dirty state

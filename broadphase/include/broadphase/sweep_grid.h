@@ -295,8 +295,6 @@ class SweepGrid {
   void markDirty(uint32_t index);  // as kDirtyRelink
   void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler,
                  bool checked);
-  bool checkBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                  uint32_t end) const;
   // The entries of a batch that become listed: how many in each dirty list.
   struct Listed {
     uint32_t relink = 0, stayed = 0;
