@@ -26,10 +26,10 @@
 //   a 3-bit "starts here" mask, and the pair is reported when the OR of the two
 //   masks is 0b111. No global dedup pass, no hash set.
 // - Coherence: a cell keeps its order from the last update; moved boxes get
-//   their keys regathered, a branch-free bubble pass and an insertion sort on
-//   8-byte (min x, id) keys repair the order (std::sort when the repair runs
-//   over budget), and the boxes that entered the cell are sorted apart and
-//   merged in. A box whose range of cells changed touches only the cells it
+//   their keys regathered, two rounds of odd-even transposition in vector
+//   registers and an insertion sort on 8-byte (min x, id) keys repair the
+//   order (std::sort when the repair runs over budget; sweep_sort.h), and
+//   the boxes that entered the cell are sorted apart and merged in. A box whose range of cells changed touches only the cells it
 //   leaves and enters.
 // - All structural work is deferred to update(): add/move/remove only record
 //   the new box and mark the proxy dirty; the batch move also tells whether
