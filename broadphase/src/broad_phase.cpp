@@ -163,7 +163,24 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
         throwError(ErrorCode::invalidBox,
                    "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
     }
-  for (size_t k = 0; k < ids.size(); ++k) recordMove(ids[k].index, boxes[k]);
+  // recordMove() for the batch, without a branch per entry: each index joins
+  // pendingMoves_ unless already pending (a repeat, or an add not applied
+  // yet). The list is written in place past its end, then cut to length.
+  Aabb* const stored = boxes_.data();
+  uint8_t* const state = state_.data();
+  const size_t listed = pendingMoves_.size();
+  pendingMoves_.resize(listed + ids.size());
+  uint32_t* const out = pendingMoves_.data() + listed;
+  size_t joined = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const uint32_t i = ids[k].index;
+    stored[i] = boxes[k];
+    const uint8_t s = state[i];
+    out[joined] = i;
+    joined += (s & (kPendingAdd | kPendingMove)) == 0;
+    state[i] = uint8_t(s | ((s & kPendingAdd) ? 0 : kPendingMove));
+  }
+  pendingMoves_.resize(listed + joined);
 }
 
 void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
@@ -223,15 +240,27 @@ void BroadPhase::applyPending() {
     moveIds_.clear();
     moveBoxes_.clear();
   };
-  for (uint32_t i : pendingMoves_) {
-    if (!(state_[i] & kPendingMove)) continue;  // removed since, or a duplicate
-    moveIds_.push_back(inner_[i]);
-    moveBoxes_.push_back(boxes_[i]);
-    state_[i] &= uint8_t(~kPendingMove);
-    if (moveIds_.size() == kMoveBatch) flush();
+  // In batches of at most kMoveBatch, each written in place without a branch
+  // per entry: an index listed but no longer pending (removed since) is
+  // written and not counted.
+  for (size_t from = 0; from < pendingMoves_.size(); from += kMoveBatch) {
+    const size_t to = std::min(pendingMoves_.size(), from + kMoveBatch);
+    moveIds_.resize(to - from);
+    moveBoxes_.resize(to - from);
+    size_t kept = 0;
+    for (size_t k = from; k < to; ++k) {
+      const uint32_t i = pendingMoves_[k];
+      const uint8_t s = state_[i];
+      moveIds_[kept] = inner_[i];
+      moveBoxes_[kept] = boxes_[i];
+      kept += (s & kPendingMove) != 0;
+      state_[i] = uint8_t(s & ~kPendingMove);
+    }
+    moveIds_.resize(kept);
+    moveBoxes_.resize(kept);
+    if (kept != 0) flush();
   }
   pendingMoves_.clear();
-  if (!moveIds_.empty()) flush();
 }
 
 // Filters and motion rules: static-static never reaches here; kinematic-static
@@ -308,6 +337,9 @@ void BroadPhase::computeEvents() {
       scheduler_->threadCount() > 1 && np + nc >= 4 * size_t(kPairGrain)
           ? uint32_t(std::min<size_t>(4 * size_t(scheduler_->threadCount()), nc / kPairGrain + 1))
           : 1;
+  // Most frames renew no proxy: then a pair in both lists stands without a
+  // look at renewed_ (two scattered reads a pair).
+  const bool anyRenewed = !renewedList_.empty();
   auto merge = [&](size_t i, size_t iEnd, size_t j, size_t jEnd, std::vector<ProxyPair>& begun,
                    std::vector<ProxyPair>& ended) {
     while (i < iEnd || j < jEnd) {
@@ -316,7 +348,7 @@ void BroadPhase::computeEvents() {
       } else if (i == iEnd || pairs_[j].key() < previous_[i].key()) {
         begun.push_back(pairs_[j++]);
       } else {
-        if (renewed_[pairs_[j].a] || renewed_[pairs_[j].b]) {
+        if (anyRenewed && (renewed_[pairs_[j].a] || renewed_[pairs_[j].b])) {
           ended.push_back(previous_[i]);
           begun.push_back(pairs_[j]);
         }
