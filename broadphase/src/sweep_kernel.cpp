@@ -32,6 +32,7 @@ constexpr size_t kStreamChunk = 2048;
 // wide; sizes 2.92 / 2.55; static 0.55 / 0.48; clustered 28.6 / 26.8; but
 // plane (about one candidate an entry) 1.46 / 1.66, hence the rule.
 constexpr float kWideCrowd = 2.0f;
+constexpr float kDeferCrowd = 16.0f;
 
 // The 16-lane kernels read whole blocks of 16 keys and flags past an entry
 // and store 16 pairs at once.
@@ -311,7 +312,14 @@ void SweepGrid::sweepEntries(uint32_t u, uint32_t begin, uint32_t end, PairBuffe
       c.sumExtentX + (twin != CellMap::kAbsent ? cells_[twin].value.sumExtentX : 0.0f);
   if (wide_ && (config_.kernel == SweepKernel::wide || crowd >= kWideCrowd * side_[0])) {
     const wide::CellArrays self = arraysOf(c);
-    wide::sweepCell(self, begin, end, buffer);
+    // Deferred writes pay where most entries find no pair: an entry meets
+    // about sumExtentX / (span of min x) candidates; at most kDeferCrowd of
+    // them (uniform: about 8), few pass y and z. At the centres of
+    // `clustered`'s piles an entry meets many more and pairs with many.
+    const uint32_t n = c.size();
+    const float span = n > 1 ? self.key[0][n - 1] - self.key[0][0] : 0.0f;
+    const bool defer = c.sumExtentX <= kDeferCrowd * span;
+    wide::sweepCell(self, begin, end, defer, buffer);
     if (twin != CellMap::kAbsent) {
       const SweepCell& t = cells_[twin].value;
       wide::sweepCellAgainst(self, begin, end, arraysOf(t), t.maxExtentX * (1.0f + 0x1p-20f),

@@ -66,30 +66,6 @@ BP_WIDE_TARGET inline __mmask16 reportedHere16(const uint8_t* flags, __m512i fi)
   return _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_or_si512(fj, fi), starts), starts);
 }
 
-// One entry's bounds and flags in lanes.
-struct Probe {
-  __m512 maxX, loY, hiY, loZ, hiZ;
-  __m512i flags;
-};
-
-BP_WIDE_TARGET inline Probe probeOf(const CellArrays& c, uint32_t i) {
-  return {_mm512_set1_ps(c.key[1][i]), _mm512_set1_ps(c.key[2][i]), _mm512_set1_ps(c.key[3][i]),
-          _mm512_set1_ps(c.key[4][i]), _mm512_set1_ps(c.key[5][i]),
-          _mm512_set1_epi32(c.flags[i])};
-}
-
-// The lanes of the block at j that overlap the probe and are reported in
-// this cell; `inX` gets those that pass x (a prefix: min x is sorted).
-BP_WIDE_TARGET inline __mmask16 testBlock(const CellArrays& c, const Probe& p, uint32_t j,
-                                          __mmask16& inX) {
-  inX = _mm512_cmp_ps_mask(_mm512_loadu_ps(c.key[0] + j), p.maxX, _CMP_LE_OQ);
-  const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_loadu_ps(c.key[2] + j), p.hiY, _CMP_LE_OQ) &
-                        _mm512_cmp_ps_mask(p.loY, _mm512_loadu_ps(c.key[3] + j), _CMP_LE_OQ);
-  const __mmask16 inZ = _mm512_cmp_ps_mask(_mm512_loadu_ps(c.key[4] + j), p.hiZ, _CMP_LE_OQ) &
-                        _mm512_cmp_ps_mask(p.loZ, _mm512_loadu_ps(c.key[5] + j), _CMP_LE_OQ);
-  return inX & inY & inZ & reportedHere16(c.flags + j, p.flags);
-}
-
 }  // namespace
 
 // As SweepGrid::sweepCell: keys sorted on min x, so the lanes passing x are a
@@ -97,46 +73,74 @@ BP_WIDE_TARGET inline __mmask16 testBlock(const CellArrays& c, const Probe& p, u
 // +inf padding ends it). The five compares are independent and ANDed, so the
 // pair branch resolves early.
 //
-// Most entries find no pair (uniform 10^5: 0.4 pairs an entry, one block an
-// entry), and writing a block's pairs is about half of the block's
-// instructions, so the first block's pass mask is only stored; a second pass
-// finds the entries with pairs 32 masks at a time and writes theirs. A
-// branch per entry on "any pair" would mispredict (see sweep_kernel_wide.h);
-// the second pass branches once per entry with pairs and once per 32
-// entries. The rare later blocks of an entry write their pairs at once.
-BP_WIDE_TARGET void sweepCell(const CellArrays& c, uint32_t begin, uint32_t end,
-                              PairBuffer& buffer) {
+// deferWrites: where most entries find no pair (uniform 10^5: 0.4 pairs an
+// entry, one block an entry), writing a block's pairs is about half of the
+// block's instructions, so the first block's pass mask is only stored, and a
+// second pass finds the entries with pairs 32 masks at a time and writes
+// theirs. A branch per entry on "any pair" would mispredict (see
+// sweep_kernel_wide.h); the second pass branches once per entry with pairs
+// and once per 32 entries. An entry's later blocks write as they go.
+// One body, compiled twice: with the choice a run-time flag, the compiler kept
+// it inside the loop (2 % more instructions on uniform and clustered).
+template <bool kDeferWrites>
+BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t end,
+                                  PairBuffer& buffer) {
   PairWriter out(buffer);
+  const uint8_t* flags = c.flags;
   const uint32_t* ids = c.ids;
+  const float* minX = c.key[0];
+  const float* maxX = c.key[1];
+  const float* minY = c.key[2];
+  const float* maxY = c.key[3];
+  const float* minZ = c.key[4];
+  const float* maxZ = c.key[5];
   // Per thread, kept across cells and frames; 32 masks of padding (zero) for
   // the second pass's last load.
   thread_local std::vector<uint16_t> maskScratch;
   const uint32_t count = end > begin ? end - begin : 0;
-  maskScratch.resize(size_t(count) + 32);
+  if constexpr (kDeferWrites) maskScratch.resize(size_t(count) + 32);
   uint16_t* masks = maskScratch.data();
   for (uint32_t i = begin; i < end; ++i) {
-    const Probe p = probeOf(c, i);
-    __mmask16 inX;
-    masks[i - begin] = testBlock(c, p, i + 1, inX);
-    if (inX == 0xFFFF) [[unlikely]] {
-      const __m512i idi = _mm512_set1_epi32(int(ids[i]));
-      for (uint32_t j = i + 17;; j += 16) {
-        emitPairs(out, idi, ids + j, testBlock(c, p, j, inX));
-        if (inX != 0xFFFF) break;
+    const __m512 xi = _mm512_set1_ps(maxX[i]);
+    const __m512 loY = _mm512_set1_ps(minY[i]), hiY = _mm512_set1_ps(maxY[i]);
+    const __m512 loZ = _mm512_set1_ps(minZ[i]), hiZ = _mm512_set1_ps(maxZ[i]);
+    const __m512i fi = _mm512_set1_epi32(flags[i]);
+    const __m512i idi = _mm512_set1_epi32(int(ids[i]));
+    for (uint32_t j = i + 1;; j += 16) {
+      const __mmask16 inX = _mm512_cmp_ps_mask(_mm512_loadu_ps(minX + j), xi, _CMP_LE_OQ);
+      const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_loadu_ps(minY + j), hiY, _CMP_LE_OQ) &
+                            _mm512_cmp_ps_mask(loY, _mm512_loadu_ps(maxY + j), _CMP_LE_OQ);
+      const __mmask16 inZ = _mm512_cmp_ps_mask(_mm512_loadu_ps(minZ + j), hiZ, _CMP_LE_OQ) &
+                            _mm512_cmp_ps_mask(loZ, _mm512_loadu_ps(maxZ + j), _CMP_LE_OQ);
+      const __mmask16 pass = inX & inY & inZ & reportedHere16(flags + j, fi);
+      if (kDeferWrites && j == i + 1)
+        masks[i - begin] = pass;
+      else
+        emitPairs(out, idi, ids + j, pass);
+      if (inX != 0xFFFF) break;
+    }
+  }
+  if constexpr (kDeferWrites) {
+    std::fill(masks + count, masks + count + 32, uint16_t(0));
+    for (uint32_t k = 0; k < count; k += 32) {
+      uint32_t any = _mm512_test_epi16_mask(_mm512_loadu_si512(masks + k), _mm512_set1_epi16(-1));
+      while (any != 0) {
+        const uint32_t e = k + uint32_t(__builtin_ctz(any));
+        any &= any - 1;
+        const uint32_t i = begin + e;
+        emitPairs(out, _mm512_set1_epi32(int(ids[i])), ids + i + 1, masks[e]);
       }
     }
   }
-  std::fill(masks + count, masks + count + 32, uint16_t(0));
-  for (uint32_t k = 0; k < count; k += 32) {
-    uint32_t any = _mm512_test_epi16_mask(_mm512_loadu_si512(masks + k), _mm512_set1_epi16(-1));
-    while (any != 0) {
-      const uint32_t e = k + uint32_t(__builtin_ctz(any));
-      any &= any - 1;
-      const uint32_t i = begin + e;
-      emitPairs(out, _mm512_set1_epi32(int(ids[i])), ids + i + 1, masks[e]);
-    }
-  }
   out.finish();
+}
+
+BP_WIDE_TARGET void sweepCell(const CellArrays& c, uint32_t begin, uint32_t end, bool deferWrites,
+                              PairBuffer& buffer) {
+  if (deferWrites)
+    sweepCellWith<true>(c, begin, end, buffer);
+  else
+    sweepCellWith<false>(c, begin, end, buffer);
 }
 
 // As SweepGrid::sweepCellAgainst: a forward-only cursor skips the static
@@ -188,7 +192,7 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, uint32_t begin, uint32
 #else
 
 bool available() { return false; }
-void sweepCell(const CellArrays&, uint32_t, uint32_t, PairBuffer&) {}
+void sweepCell(const CellArrays&, uint32_t, uint32_t, bool, PairBuffer&) {}
 void sweepCellAgainst(const CellArrays&, uint32_t, uint32_t, const CellArrays&, float,
                       PairBuffer&) {}
 

@@ -8,9 +8,11 @@
 // without a branch per entry on "any pair" (one mispredicts: uniform 10^5
 // went from 2.17 to 2.67 ms with it): the self sweep stores each entry's
 // first-block mask and writes the pairs in a second pass over the masks, 32
-// at a time (uniform 10^5 2.22 -> 2.11 ms, static -4 %, plane and sizes -1 %,
-// clustered, with pairs at most entries, +2 %); the sweep against the static
-// twin writes every block's pairs as it goes (deferred there, static was 2 %
+// at a time (uniform 10^5 2.22 -> 2.11 ms, static -4 %, plane and sizes -1 %),
+// on cells where an entry meets at most 16 candidates on average; on the
+// crowded cells of `clustered`, where most entries find pairs, that was 2 %
+// slower, so they write as they go. The sweep against the static twin
+// writes every block's pairs as it goes (deferred there, static was 2 %
 // slower). The 8-lane kernel runs 1-3 blocks an entry with an exit that
 // mispredicts about one entry in three.
 #pragma once
@@ -36,7 +38,10 @@ struct CellArrays {
 
 // The pairs of entries [begin, end) of a moving cell with the entries after
 // them (the dedup rule on the flags): over [0, n), every pair of the cell.
-void sweepCell(const CellArrays& cell, uint32_t begin, uint32_t end, PairBuffer& out);
+// deferWrites: the first block's pairs are written in a second pass (see
+// above), else as found.
+void sweepCell(const CellArrays& cell, uint32_t begin, uint32_t end, bool deferWrites,
+               PairBuffer& out);
 // The pairs of entries [begin, end) of a moving cell with its static twin,
 // whose entries reach at most `reach` back along x (see
 // SweepGrid::sweepCellAgainst).
