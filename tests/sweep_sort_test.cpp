@@ -38,8 +38,7 @@ void expectSorts(const std::vector<uint64_t>& input, uint32_t old) {
     if (!sortPrepassAvailable(p)) continue;
     std::vector<uint64_t> keys = input;
     sortCellKeys(keys.data(), old, uint32_t(keys.size()), p);
-    EXPECT_EQ(keys, expected) << "old " << old << ", n " << keys.size() << ", prepass "
-                              << int(p);
+    EXPECT_EQ(keys, expected) << "old " << old << ", n " << keys.size() << ", prepass " << int(p);
   }
 }
 

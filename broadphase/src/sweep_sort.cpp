@@ -66,8 +66,7 @@ bool insertionSortKeys(uint64_t* keys, uint32_t n, uint64_t budget) {
     // Unsigned order through the sign flip and the signed compare.
     const __m256i sign = _mm256_set1_epi64x(int64_t(0x8000000000000000ull));
     for (; i + 4 <= n; i += 4) {
-      const __m256i before =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i - 1));
+      const __m256i before = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i - 1));
       const __m256i at = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i));
       const __m256i inverted =
           _mm256_cmpgt_epi64(_mm256_xor_si256(before, sign), _mm256_xor_si256(at, sign));
@@ -159,17 +158,12 @@ BP_AVX512_TARGET void oddEvenAvx512(uint64_t* keys, uint32_t n) {
 void settle(uint64_t* keys, uint32_t n, SortPrepass prepass) {
   switch (resolve(prepass)) {
 #if defined(BP_HAVE_AVX512_SORT)
-    case SortPrepass::avx512:
-      oddEvenAvx512(keys, n);
-      return;
+    case SortPrepass::avx512: oddEvenAvx512(keys, n); return;
 #endif
 #if defined(__AVX2__)
-    case SortPrepass::avx2:
-      oddEvenAvx2(keys, n);
-      return;
+    case SortPrepass::avx2: oddEvenAvx2(keys, n); return;
 #endif
-    default:
-      bubbleForward(keys, n);
+    default: bubbleForward(keys, n);
   }
 }
 

@@ -29,8 +29,9 @@
 //   their keys regathered, two rounds of odd-even transposition in vector
 //   registers and an insertion sort on 8-byte (min x, id) keys repair the
 //   order (std::sort when the repair runs over budget; sweep_sort.h), and
-//   the boxes that entered the cell are sorted apart and merged in. A box whose range of cells changed touches only the cells it
-//   leaves and enters.
+//   the boxes that entered the cell are sorted apart and merged in. A box
+//   whose range of cells changed touches only the cells it leaves and
+//   enters.
 // - All structural work is deferred to update(): add/move/remove only record
 //   the new box and mark the proxy dirty; the batch move also tells whether
 //   the box stays in its registered cells (most do), which then need no
