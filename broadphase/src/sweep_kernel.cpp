@@ -30,8 +30,13 @@ constexpr size_t kStreamChunk = 2048;
 // candidates. A/B at N = 10^5, one thread, every cell on one kernel:
 // findPairs on uniform (about 6 candidates an entry) 2.47 ms narrow, 2.23
 // wide; sizes 2.92 / 2.55; static 0.55 / 0.48; clustered 28.6 / 26.8; but
-// plane (about one candidate an entry) 1.46 / 1.66, hence the rule.
-constexpr float kWideCrowd = 2.0f;
+// plane (about one candidate an entry) 1.46 / 1.66, hence the rule, at 2.0
+// then. Since the 16-lane self sweep defers its pair writes and slides its
+// first block in registers (session 5), plane is faster on it too: 1.80 ->
+// 1.71 ms with the rule at 0.5, 1.82 -> 1.77 with every cell wide (A/B,
+// alternating builds, 9 runs each; whole-run cycles -4 % either way), static
+// and sizes unchanged.
+constexpr float kWideCrowd = 0.5f;
 constexpr float kDeferCrowd = 16.0f;
 
 // The 16-lane kernels read whole blocks of 16 keys and flags past an entry
