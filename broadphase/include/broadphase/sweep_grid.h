@@ -37,7 +37,7 @@
 //   the box stays in its registered cells (most do), which then need no
 //   membership work.
 // - Kernels: an 8-lane AVX2 sweep, and a 16-lane AVX-512 one compiled apart
-//   and chosen at run time for cells crowded enough to fill its blocks
+//   and chosen at run time for all but the emptiest cells
 //   (SweepGridConfig::kernel; sweep_kernel_wide.h).
 // - Threads: the batch move's checks, update()'s scan of the dirty proxies
 //   with the planning of their relinks, the cell refreshes and sweeps (fused:
@@ -109,7 +109,8 @@ struct SweepGridConfig {
   // cell long: columns of cells across y and z. In [1, 64].
   float cellStretchX = 16.0f;
   // Which cell sweep runs. automatic: the 16-lane AVX-512 kernel on cells
-  // crowded enough to fill its blocks, when the CPU has it (checked at run
+  // where an entry meets half a candidate or more on average (all but the
+  // emptiest), when the CPU has it (checked at run
   // time; the build's baseline stays x86-64-v3), else the 8-lane AVX2 kernel
   // (the scalar loop in a build without AVX2). narrow: always the latter.
   // wide: the 16-lane kernel on every cell; the constructor throws when the
