@@ -139,7 +139,6 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
     const __m512 loY = _mm512_set1_ps(minY[i]), hiY = _mm512_set1_ps(maxY[i]);
     const __m512 loZ = _mm512_set1_ps(minZ[i]), hiZ = _mm512_set1_ps(maxZ[i]);
     const __m512i fi = _mm512_set1_epi32(flags[i]);
-    const __m512i idi = _mm512_set1_epi32(int(ids[i]));
     __mmask16 inX = _mm512_cmp_ps_mask(_mm512_castsi512_ps(wMinX), xi, _CMP_LE_OQ);
     {
       const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_castsi512_ps(wMinY), hiY, _CMP_LE_OQ) &
@@ -152,9 +151,10 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
       if constexpr (kDeferWrites)
         masks[i - begin] = pass;
       else
-        emitPairs(out, idi, ids + i + 1, pass);
+        emitPairs(out, _mm512_set1_epi32(int(ids[i])), ids + i + 1, pass);
     }
     for (uint32_t j = i + 17; inX == 0xFFFF; j += 16) {
+      const __m512i idi = _mm512_set1_epi32(int(ids[i]));
       inX = _mm512_cmp_ps_mask(_mm512_loadu_ps(minX + j), xi, _CMP_LE_OQ);
       const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_loadu_ps(minY + j), hiY, _CMP_LE_OQ) &
                             _mm512_cmp_ps_mask(loY, _mm512_loadu_ps(maxY + j), _CMP_LE_OQ);
