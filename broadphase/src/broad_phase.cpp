@@ -175,20 +175,17 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
   for (size_t k = 0; k < ids.size(); ++k) {
     const uint32_t i = ids[k].index;
     stored[i] = boxes[k];
-    const uint8_t s = state[i];
     out[joined] = i;
-    joined += (s & (kPendingAdd | kPendingMove)) == 0;
-    state[i] = uint8_t(s | ((s & kPendingAdd) ? 0 : kPendingMove));
+    joined += joinsPendingMoves(state[i]);
+    state[i] = movedState(state[i]);
   }
   pendingMoves_.resize(listed + joined);
 }
 
 void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
   boxes_[i] = box;
-  if (!(state_[i] & (kPendingAdd | kPendingMove))) {
-    state_[i] |= kPendingMove;
-    pendingMoves_.push_back(i);
-  }
+  if (joinsPendingMoves(state_[i])) pendingMoves_.push_back(i);
+  state_[i] = movedState(state_[i]);
 }
 
 void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
@@ -234,12 +231,6 @@ void BroadPhase::applyPending() {
   // order of the moves (an engine's batch in body order keeps the
   // structure's parallel write path).
   constexpr size_t kMoveBatch = 65536;  // 2 MiB of scratch; 8 parallel chunks a batch
-  auto flush = [&] {
-    side.visit(
-        [&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
-    moveIds_.clear();
-    moveBoxes_.clear();
-  };
   // In batches of at most kMoveBatch, each written in place without a branch
   // per entry: an index listed but no longer pending (removed since) is
   // written and not counted.
@@ -258,7 +249,9 @@ void BroadPhase::applyPending() {
     }
     moveIds_.resize(kept);
     moveBoxes_.resize(kept);
-    if (kept != 0) flush();
+    if (kept != 0)
+      side.visit(
+          [&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
   }
   pendingMoves_.clear();
 }

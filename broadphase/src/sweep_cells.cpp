@@ -28,6 +28,7 @@
 #include <broadphase/error.h>
 #include <broadphase/sweep_grid.h>
 
+#include "even_chunks.h"
 #include "sweep_cell_range.h"
 #include "sweep_simd.h"
 #include "sweep_sort.h"
@@ -509,16 +510,11 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
     // The relinks are planned in parallel chunks; resolveRelinks() then
     // applies the plans in dirty-list order, leaving each cell's share to its
     // refresh. A relink costs about 100-200 cycles, mostly cache misses and
-    // cell lookups. Chunks of at most 1024 relinks and at least 128, of equal
-    // size and as many as a multiple of the thread count, so that the
-    // threads end together: uniform 10^5's ~3.5 k relinks a frame made three
-    // chunks of 1024 and one of 400, static 10^5's ~350 one chunk.
-    constexpr uint32_t kChunk = 1024, kMinChunk = 128;
-    const uint32_t threads = uint32_t(scheduler.threadCount());
-    uint32_t chunks = (nd + kChunk - 1) / kChunk;
-    if (threads > 1 && nd >= 2 * kMinChunk)
-      chunks = std::min((chunks + threads - 1) / threads * threads, nd / kMinChunk);
-    const uint32_t chunkSize = chunks > 0 ? (nd + chunks - 1) / chunks : 0;
+    // cell lookups. Chunks of 128 to 1024 relinks (evenChunks): uniform
+    // 10^5's ~3.5 k relinks a frame had made three chunks of 1024 and one of
+    // 400, static 10^5's ~350 one chunk.
+    const EvenChunks split = evenChunks(nd, 1024, 128, uint32_t(scheduler.threadCount()));
+    const uint32_t chunks = split.count, chunkSize = split.size;
     if (relinkPlans_.size() < chunks) relinkPlans_.resize(chunks);
     scheduler.forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
       for (uint32_t c = begin; c < end; ++c) {

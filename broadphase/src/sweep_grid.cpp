@@ -6,6 +6,7 @@
 #include <broadphase/sweep_grid.h>
 
 #include "batch_check.h"
+#include "even_chunks.h"
 #include "sweep_kernel_wide.h"
 #include "sweep_simd.h"
 
@@ -144,16 +145,14 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
   if (ids.size() != boxes.size())
     throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " ids but " +
                                                std::to_string(boxes.size()) + " boxes");
-  // Chunks of at most 8192 entries, as many as a multiple of the thread
-  // count and of equal size, so that the threads end together (the 10^4
-  // moving boxes of `static` 10^5 made a chunk of 8192 and one of 1808).
+  // Chunks of at most 8192 entries (evenChunks).
   constexpr uint32_t kChunk = 8192;
   const uint32_t n = static_cast<uint32_t>(ids.size());
   const uint32_t threads = scheduler ? uint32_t(scheduler->threadCount()) : 1;
   const bool parallel = threads > 1 && n > kChunk;
-  const uint32_t chunks =
-      parallel ? ((n + kChunk - 1) / kChunk + threads - 1) / threads * threads : 1;
-  const uint32_t chunkSize = (n + chunks - 1) / chunks;
+  // (Plain names, not a structured binding: the lambdas below capture them.)
+  const EvenChunks split = parallel ? evenChunks(n, kChunk, 1, threads) : EvenChunks{1, n};
+  const uint32_t chunks = split.count, chunkSize = split.size;
   bool good = true;
   if (parallel) {
     chunkAscending_.resize(chunks);

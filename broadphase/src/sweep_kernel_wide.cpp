@@ -59,11 +59,15 @@ BP_WIDE_TARGET inline void emitPairs(PairWriter& out, __m512i idi, const uint32_
   out.advance(count);
 }
 
-// Lanes where the OR of the two entries' starts-here bits is 0b111.
-BP_WIDE_TARGET inline __mmask16 reportedHere16(const uint8_t* flags, __m512i fi) {
-  const __m512i fj = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(flags)));
+// Lanes where the OR of the two entries' starts-here bits is 0b111: the
+// candidates' flags in lanes (fj), then as loaded from `flags`.
+BP_WIDE_TARGET inline __mmask16 reportedHere16(__m512i fj, __m512i fi) {
   const __m512i starts = _mm512_set1_epi32(7);
   return _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_or_si512(fj, fi), starts), starts);
+}
+BP_WIDE_TARGET inline __mmask16 reportedHere16(const uint8_t* flags, __m512i fi) {
+  return reportedHere16(
+      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(flags))), fi);
 }
 
 // Lanes 1-15 of w moved down one, and v in lane 15.
@@ -124,7 +128,6 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
   __m512i wMaxZ = _mm512_loadu_si512(maxZ + begin + 1);
   __m512i wFlags =
       _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(flags + begin + 1)));
-  const __m512i starts = _mm512_set1_epi32(7);
   for (uint32_t i = begin; i < end; ++i) {
     if (i != begin) {
       // Entry i + 16 comes in (within the padding: i < n).
@@ -145,9 +148,7 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
                             _mm512_cmp_ps_mask(loY, _mm512_castsi512_ps(wMaxY), _CMP_LE_OQ);
       const __mmask16 inZ = _mm512_cmp_ps_mask(_mm512_castsi512_ps(wMinZ), hiZ, _CMP_LE_OQ) &
                             _mm512_cmp_ps_mask(loZ, _mm512_castsi512_ps(wMaxZ), _CMP_LE_OQ);
-      const __mmask16 here =
-          _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_or_si512(wFlags, fi), starts), starts);
-      const __mmask16 pass = inX & inY & inZ & here;
+      const __mmask16 pass = inX & inY & inZ & reportedHere16(wFlags, fi);
       if constexpr (kDeferWrites)
         masks[i - begin] = pass;
       else

@@ -199,6 +199,15 @@ class BroadPhase {
   std::unique_ptr<Side> makeStructure() const;
   void rebuild();
   void recordMove(uint32_t index, const Aabb& box);
+  // The rule recordMove and the batch move share: a proxy joins
+  // pendingMoves_ unless a move or its add is pending already, and gains
+  // kPendingMove unless its add is pending (the add takes the new box).
+  static bool joinsPendingMoves(uint8_t state) {
+    return (state & (kPendingAdd | kPendingMove)) == 0;
+  }
+  static uint8_t movedState(uint8_t state) {
+    return uint8_t(state | ((state & kPendingAdd) ? 0 : kPendingMove));
+  }
   void applyPending();
   bool accepts(uint32_t a, uint32_t b) const;
   void collectPairs(std::vector<ProxyPair>& out);

@@ -253,7 +253,8 @@ class SweepGrid {
     return !dirtyList_.empty() || !stayedList_.empty() || unlistedStays_ != 0;
   }
   // The 16-lane kernel is enabled: SweepGridConfig::kernel is not narrow and
-  // this CPU has AVX-512 (automatic still runs it only on crowded cells).
+  // this CPU has AVX-512 (automatic still leaves the emptiest cells to the
+  // 8-lane one).
   bool wideKernelEnabled() const { return wide_; }
   // Cells whose sweep the last findPairs ran as several tasks (crowded cells,
   // on more than one thread).

@@ -1,0 +1,28 @@
+// How SweepGrid cuts a list into parallel tasks (the batch move's entries,
+// the relinks to plan).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace bp {
+
+struct EvenChunks {
+  uint32_t count;  // 0 for an empty list
+  uint32_t size;   // items a chunk; the last may hold fewer
+};
+
+// Chunks of equal size and at most maxSize items, as many as a multiple of
+// the thread count so that the threads end together (a last chunk much
+// smaller than the others left one thread idle at the end: the 10^4 moves of
+// `static` 10^5 were 8192 + 1808), but none below minSize items unless the
+// list is that short.
+inline EvenChunks evenChunks(uint32_t n, uint32_t maxSize, uint32_t minSize, uint32_t threads) {
+  if (n == 0) return {0, 0};
+  uint32_t count = (n + maxSize - 1) / maxSize;
+  if (threads > 1) count = (count + threads - 1) / threads * threads;
+  count = std::min(count, std::max(1u, n / minSize));
+  return {count, (n + count - 1) / count};
+}
+
+}  // namespace bp
