@@ -645,6 +645,36 @@ TEST(SweepGrid, RepeatedHandleInALargeBatchStillRefreshesItsCell) {
   }
 }
 
+// The batch move tests "still in its cells" on 16-bit cell coordinates
+// (StayKey): a proxy registered beyond them must relink whenever it moves,
+// and one on the last coordinate that fits must see a move to the first
+// that does not. Each case moves box A out across a cell face onto box B
+// (A's cells change, the pair appears); a wrongly kept "stayed" leaves A in
+// its old cell and loses the pair.
+TEST(SweepGrid, MovesBeyond16BitCellCoordinatesRelink) {
+  for (const float base : {32766.0f, 40000.0f, -40001.0f, 70000.0f}) {
+    SweepGridConfig config;
+    config.cellSize = 1.0f;
+    config.cellStretchX = 1.0f;
+    SweepGrid grid(config);
+    std::vector<Aabb> all = {{Vec3(0, base + 0.25f, 0), Vec3(1, base + 0.5f, 1)},
+                             {Vec3(0, base + 1.25f, 0), Vec3(1, base + 1.5f, 1)}};
+    const ProxyId a = grid.add(all[0]);
+    grid.add(all[1]);
+    Scheduler scheduler(1);
+    std::vector<Pair> pairs;
+    grid.findPairs(scheduler, pairs);
+    ASSERT_TRUE(pairs.empty()) << base;
+    all[0] = {Vec3(0, base + 0.75f, 0), Vec3(1, base + 1.375f, 1)};
+    const std::vector<ProxyId> ids = {a};
+    grid.move(ids, std::span<const Aabb>(all.data(), 1));
+    EXPECT_EQ(grid.validate(), "") << base;
+    grid.findPairs(scheduler, pairs);
+    EXPECT_EQ(pairs, (std::vector<Pair>{{0, 1}})) << base;
+    EXPECT_EQ(grid.validate(), "") << base;
+  }
+}
+
 // The cell layout itself (which cells exist, in which order, each member
 // where) is the same for any thread count, not only the sorted pairs:
 // grids on 1, 2 and 8 threads run in lock step through frames with more

@@ -110,6 +110,7 @@ void SweepGrid::regrid() {
   dirtyCells_.clear();
   overflow_.clear();
   std::fill(kind_.begin(), kind_.end(), Registration::none);
+  std::fill(stayKey_.begin(), stayKey_.end(), kNeverStays);
   std::fill(overflowPos_.begin(), overflowPos_.end(), kNullIndex);
   for (uint32_t i = 0; i < pool_.capacity(); ++i)
     if (pool_.isLiveIndex(i)) markDirty(i);  // as kDirtyRelink, even if already dirty

@@ -78,6 +78,7 @@ void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
     plan.overflow.push_back({i, true});
   kind_[i] = newKind;
   if (newKind != Registration::none) range_[i] = newRange;
+  stayKey_[i] = stayKeyFor(i);
 }
 
 void SweepGrid::relink(uint32_t i, bool refreshAll) {

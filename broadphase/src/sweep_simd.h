@@ -24,15 +24,17 @@ inline void storeBox(StoredBox& b, __m256 lanes) { _mm256_store_ps(b.box.min.dat
 
 // SweepGrid::dirtyStateFor on a box in lanes, without a branch: rangeOf()
 // (floor(v * 1/side) per lane, `invSide8` holding the three inverse sides
-// twice, then 0, 0) and the compare with the registered range, six lanes at
-// once (lanes 6 and 7 are 0 == 0).
-inline uint8_t dirtyStateInLanes(bool canStay, __m256 box, const float* invSide8,
-                                 const CellRange& registered) {
+// twice, then 0, 0), packed to 16 bits with saturation, against the proxy's
+// stay key, eight lanes at once (lanes 6 and 7 are 0, and lane 6 is 1 in
+// kNeverStays).
+inline uint8_t dirtyStateInLanes(__m256 box, const float* invSide8, const StayKey& key) {
   const __m256i cells =
       _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_mul_ps(box, _mm256_loadu_ps(invSide8))));
-  const __m256i range = _mm256_maskload_epi32(registered.lo, sixLanes());
-  const bool same = _mm256_movemask_epi8(_mm256_cmpeq_epi32(cells, range)) == -1;
-  return (unsigned(canStay) & unsigned(same)) != 0 ? kDirtyStayed : kDirtyRelink;
+  const __m128i packed =
+      _mm_packs_epi32(_mm256_castsi256_si128(cells), _mm256_extracti128_si256(cells, 1));
+  const __m128i same =
+      _mm_cmpeq_epi16(packed, _mm_load_si128(reinterpret_cast<const __m128i*>(key.lane)));
+  return _mm_movemask_epi8(same) == 0xFFFF ? kDirtyStayed : kDirtyRelink;
 }
 
 }  // namespace bp

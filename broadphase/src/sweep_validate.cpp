@@ -28,8 +28,9 @@ uint64_t cellsIn(const CellRange& r) {
 std::string SweepGrid::validate() const {
   if (std::string why = pool_.validate(); !why.empty()) return "handle pool: " + why;
   const uint32_t cap = pool_.capacity();
-  for (const size_t size : {boxes_.size(), static_.size(), dirty_.size(), kind_.size(),
-                            range_.size(), overflowPos_.size(), rangeChanged_.size() - 3})
+  for (const size_t size :
+       {boxes_.size(), static_.size(), dirty_.size(), kind_.size(), range_.size(),
+        overflowPos_.size(), stayKey_.size(), rangeChanged_.size() - 3})
     if (size != cap) return "per-proxy arrays are not capacity() long";
   if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
   if (!cellEventBegin_.empty()) return "cell events left over from an update";
@@ -39,6 +40,7 @@ std::string SweepGrid::validate() const {
   // or counted in unlistedStays_.
   uint64_t relinks = 0, stays = 0;
   for (uint32_t i = 0; i < cap; ++i) {
+    if (!(stayKey_[i] == stayKeyFor(i))) return "stay key does not match the registration" + at(i);
     if (dirty_[i] > kDirtyRelink) return "bad dirty state" + at(i);
     relinks += dirty_[i] == kDirtyRelink;
     stays += dirty_[i] == kDirtyStayed;

@@ -137,6 +137,20 @@ struct CellRange {
 
 enum class Registration : uint8_t { none, cells, overflow };
 
+// The registered range as the batch move tests it, 16 bits a coordinate:
+// lanes lo x, y, z, hi x, y, z, then 0, 0, the order in which rangeOf() of a
+// box held in lanes comes out (see SweepGrid::stayKey_). A proxy that cannot
+// stay (canStay() fails, or a coordinate lies outside [-32767, 32766]) holds
+// kNeverStays, whose lane 6 no box's key has. 16 bytes where CellRange and
+// the three bytes canStay() reads take 27: the batch move streams this array
+// for every moved proxy.
+struct alignas(16) StayKey {
+  int16_t lane[8];
+  friend bool operator==(const StayKey&, const StayKey&) = default;
+};
+static_assert(sizeof(StayKey) == 16 && alignof(StayKey) == 16);
+inline constexpr StayKey kNeverStays = {{0, 0, 0, 0, 0, 0, 1, 0}};
+
 // Cells come in two layers with the same coordinates: moving proxies in one,
 // static proxies in the other, so a frame re-sorts and sweeps only moving
 // entries and never meets a static-static candidate. A moving cell is swept
@@ -326,6 +340,12 @@ class SweepGrid {
     return (unsigned(side_[0] != 0.0f) & unsigned(kind_[index] == Registration::cells) &
             unsigned(layer_[index] == kMovingLayer) & unsigned(static_[index] == 0)) != 0;
   }
+  // What stayKey_[index] must hold: range_ packed when canStay() and every
+  // coordinate fits, else kNeverStays.
+  StayKey stayKeyFor(uint32_t index) const;
+  // rangeOf(box) packed as a StayKey, each coordinate saturated to 16 bits
+  // (a saturated coordinate never equals a stored one).
+  StayKey stayKeyOf(const Aabb& box) const;
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
@@ -404,6 +424,9 @@ class SweepGrid {
   std::vector<CellRange> range_;       // registered range (kind_ != none)
   std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
   std::vector<uint8_t> layer_;         // layer registered in (kind_ == cells)
+  // stayKeyFor(index), kept with kind_, layer_ and range_: a moved box stays
+  // in its cells when its key equals this one.
+  std::vector<StayKey> stayKey_;
   // 1 during update(): left some cells. Three bytes longer than capacity():
   // the refresh reads each flag as a dword (a gather).
   std::vector<uint8_t> rangeChanged_ = std::vector<uint8_t>(3, 0);
