@@ -24,7 +24,7 @@ ProxyId HandlePool::allocate() {
   } else {
     index = static_cast<uint32_t>(generation_.size());
     generation_.push_back(salt_);
-    live_.push_back(0);
+    live_.push_back(0);  // (the padding moves up one: all its bytes stay 0)
   }
   live_[index] = 1;
   ++liveCount_;
@@ -40,7 +40,7 @@ void HandlePool::release(ProxyId id) {
 
 void HandlePool::reserve(uint32_t n) {
   generation_.reserve(n);
-  live_.reserve(n);
+  live_.reserve(size_t(n) + kLivePadding);
   free_.reserve(n);
 }
 
@@ -56,16 +56,20 @@ void HandlePool::clear() {
 }
 
 std::string HandlePool::validate() const {
-  std::vector<uint8_t> seen(live_.size(), 0);
+  const uint32_t cap = capacity();
+  if (live_.size() != size_t(cap) + kLivePadding) return "live flags not capacity() + padding long";
+  for (uint32_t k = cap; k < live_.size(); ++k)
+    if (live_[k]) return "live flag padding not 0";
+  std::vector<uint8_t> seen(cap, 0);
   for (uint32_t i : free_) {
-    if (i >= live_.size()) return "free list holds index " + std::to_string(i) + " out of range";
+    if (i >= cap) return "free list holds index " + std::to_string(i) + " out of range";
     if (live_[i]) return "free list holds live index " + std::to_string(i);
     if (seen[i]++) return "free list holds index " + std::to_string(i) + " twice";
   }
   uint32_t live = 0;
-  for (uint8_t l : live_) live += l;
+  for (uint32_t i = 0; i < cap; ++i) live += live_[i];
   if (live != liveCount_) return "live count mismatch";
-  if (live + free_.size() != live_.size()) return "a slot is neither live nor free";
+  if (live + free_.size() != cap) return "a slot is neither live nor free";
   return {};
 }
 

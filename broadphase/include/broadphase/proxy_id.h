@@ -53,10 +53,16 @@ class HandlePool {
     return (unsigned(inside) & unsigned(live_[i] != 0) &
             unsigned(generation_[i] == id.generation)) != 0;
   }
-  bool isLiveIndex(uint32_t index) const { return index < live_.size() && live_[index]; }
+  bool isLiveIndex(uint32_t index) const { return index < generation_.size() && live_[index]; }
   ProxyId handleOf(uint32_t index) const { return {index, generation_[index]}; }
 
   uint32_t capacity() const { return static_cast<uint32_t>(generation_.size()); }
+  // The raw arrays, for vector checks of many handles (allLiveAndValid):
+  // capacity() generations, and capacity() live flags (0 or 1) followed by
+  // kLivePadding zero bytes, so that a dword may be read at any flag.
+  static constexpr uint32_t kLivePadding = 3;
+  const uint32_t* generations() const { return generation_.data(); }
+  const uint8_t* liveFlags() const { return live_.data(); }
   uint32_t liveCount() const { return liveCount_; }
   void reserve(uint32_t n);
   void clear();
@@ -67,7 +73,7 @@ class HandlePool {
 
  private:
   std::vector<uint32_t> generation_;
-  std::vector<uint8_t> live_;
+  std::vector<uint8_t> live_ = std::vector<uint8_t>(kLivePadding, 0);  // capacity() + padding
   std::vector<uint32_t> free_;
   uint32_t salt_;
   uint32_t liveCount_ = 0;
