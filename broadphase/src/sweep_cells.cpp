@@ -301,6 +301,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
     const int* changed = reinterpret_cast<const int*>(rangeChanged_.data());
     constexpr int kFloatsPerBox = sizeof(StoredBox) / sizeof(float);
     const __m256i lowByte = _mm256_set1_epi32(0xFF);
+    const __m256i zero = _mm256_setzero_si256();
     const __m256i sign = _mm256_set1_epi32(int(0x80000000u));
     // (Lane offsets id * 8 are int32: fine below 2^28 proxies.)
     while (e + 8 <= total && boxes_.size() < (1u << 28)) {
@@ -310,8 +311,23 @@ void SweepGrid::refreshCell(uint32_t cell) {
         // dword at its byte.
         const __m256i flags = _mm256_and_si256(_mm256_i32gather_epi32(changed, id8, 1), lowByte);
         if (!_mm256_testz_si256(flags, flags)) {
-          for (const uint32_t end = e + 8; e < end; ++e) keyEntry(e);
-          continue;
+          // Most members whose range changed still hold this cell (an
+          // entrant, or a box that grew into a neighbour): when all of the
+          // block's do, the block is keyed in lanes like any other. Uniform
+          // 10^5: about one block in five has such a member, and a block
+          // went one entry at a time whenever it had one.
+          bool allKept = true;
+          for (uint32_t lanes = uint32_t(
+                   _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(flags, zero))));
+               lanes != 0; lanes &= lanes - 1) {
+            const uint32_t id = ids[e + uint32_t(__builtin_ctz(lanes))];
+            allKept &= kind_[id] == Registration::cells && layer_[id] == c.layer &&
+                       rangeContains(range_[id], c.coord);
+          }
+          if (!allKept) {
+            for (const uint32_t end = e + 8; e < end; ++e) keyEntry(e);
+            continue;
+          }
         }
       }
       const __m256i bits =
