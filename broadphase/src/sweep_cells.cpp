@@ -280,12 +280,15 @@ void SweepGrid::refreshCell(uint32_t cell) {
   const uint32_t total = c.size();
   uint32_t kept = 0, keptOld = 0;
   uint32_t e = 0;
+  // Whether a member whose range changed is still registered in this cell.
+  auto stillHere = [&](uint32_t id) {
+    return kind_[id] == Registration::cells && layer_[id] == c.layer &&
+           rangeContains(range_[id], c.coord);
+  };
   // One entry the scalar way: drop it if it left, else key it.
   auto keyEntry = [&](uint32_t at) {
     const uint32_t id = ids[at];
-    const bool keep = !compact || !rangeChanged_[id] ||
-                      (kind_[id] == Registration::cells && layer_[id] == c.layer &&
-                       rangeContains(range_[id], c.coord));
+    const bool keep = !compact || !rangeChanged_[id] || stillHere(id);
     ids[kept] = id;
     order[kept] = entryKey(boxes_[id].box.min.x(), id);
     kept += keep;
@@ -320,9 +323,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
           for (uint32_t lanes = uint32_t(
                    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(flags, zero))));
                lanes != 0; lanes &= lanes - 1) {
-            const uint32_t id = ids[e + uint32_t(__builtin_ctz(lanes))];
-            allKept &= kind_[id] == Registration::cells && layer_[id] == c.layer &&
-                       rangeContains(range_[id], c.coord);
+            allKept &= stillHere(ids[e + uint32_t(__builtin_ctz(lanes))]);
           }
           if (!allKept) {
             for (const uint32_t end = e + 8; e < end; ++e) keyEntry(e);
