@@ -31,8 +31,14 @@ class StructureBackend final : public Backend {
   }
   void move(std::span<const uint32_t> ids, std::span<const Aabb> boxes,
             Scheduler& scheduler) override {
+    // Scene ids to handles: the adapter's own work, counted in the frame (an
+    // engine would hold the handles). On the frame's workers, as an engine
+    // would spread such a pass: on one thread it took 28 us of uniform
+    // 10^5's frame, a serial step of 3 % on two threads.
     scratch_.resize(ids.size());
-    for (size_t k = 0; k < ids.size(); ++k) scratch_[k] = handles_[ids[k]];
+    scheduler.forEach(0, uint32_t(ids.size()), 16384, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t k = begin; k < end; ++k) scratch_[k] = handles_[ids[k]];
+    });
     s_.move(std::span<const bp::ProxyId>(scratch_), boxes, scheduler);
   }
   void findPairs(Scheduler& scheduler, std::vector<Pair>& out) override {
@@ -109,9 +115,16 @@ class FacadeBackend final : public Backend {
     for (uint32_t i = 0; i < scene.n; ++i) bind(i, scene.boxes[i], scene.isStatic[i] != 0);
     bp_->update();
   }
-  void move(std::span<const uint32_t> ids, std::span<const Aabb> boxes, Scheduler&) override {
+  void move(std::span<const uint32_t> ids, std::span<const Aabb> boxes,
+            Scheduler& scheduler) override {
+    // Scene ids to handles: the adapter's own work, counted in the frame (an
+    // engine would hold the handles). On the frame's workers, as an engine
+    // would spread such a pass: on one thread it took 28 us of uniform
+    // 10^5's frame, a serial step of 3 % on two threads.
     scratch_.resize(ids.size());
-    for (size_t k = 0; k < ids.size(); ++k) scratch_[k] = handles_[ids[k]];
+    scheduler.forEach(0, uint32_t(ids.size()), 16384, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t k = begin; k < end; ++k) scratch_[k] = handles_[ids[k]];
+    });
     bp_->move(std::span<const bp::ProxyId>(scratch_), boxes);
   }
   void findPairs(Scheduler&, std::vector<Pair>& out) override {

@@ -73,6 +73,23 @@ void radixSort(std::span<const std::span<const Pair>> pieces, size_t n, Pair* x,
 
 }  // namespace
 
+uint32_t idBitsFor(uint32_t capacity) {
+  uint32_t idBits = 1;
+  while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
+  return idBits;
+}
+
+void sortPairsInto(std::span<const std::span<const Pair>> pieces, size_t n, Pair* out,
+                   Pair* scratch, uint32_t capacity) {
+  const uint32_t idBits = idBitsFor(capacity);
+  const RadixPlan plan = planRadix(2 * idBits);
+  // The passes end in the array the first one writes when their count is odd.
+  if (plan.passes % 2 == 1)
+    radixSort(pieces, n, out, scratch, idBits, plan);
+  else
+    radixSort(pieces, n, scratch, out, idBits, plan);
+}
+
 // Concatenates the workers' buffers into `out` sorted by (a, b): radixSort on
 // the compact key (a << idBits) | b, which orders like Pair::key() because
 // b < 2^idBits, in digits of at most 12 bits (planRadix). Deterministic: the
@@ -91,15 +108,8 @@ void mergePairs(std::span<const std::span<const Pair>> buffers, std::vector<Pair
     std::sort(out.begin(), out.end());
     return;
   }
-  uint32_t idBits = 1;
-  while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
-  const RadixPlan plan = planRadix(2 * idBits);
   scratch.resize(n);
-  // The passes end in `out`.
-  if (plan.passes % 2 == 1)
-    radixSort(buffers, n, out.data(), scratch.data(), idBits, plan);
-  else
-    radixSort(buffers, n, scratch.data(), out.data(), idBits, plan);
+  sortPairsInto(buffers, n, out.data(), scratch.data(), capacity);
 }
 
 // The parallel form of mergePairs, for several threads and many pairs: a
@@ -130,8 +140,7 @@ void mergePairsParallel(Scheduler& scheduler, std::span<const std::span<const Pa
   const uint32_t workers = uint32_t(pieces.size());
   out.resize(n);
   scratch.resize(n);
-  uint32_t idBits = 1;
-  while (idBits < 32 && (uint64_t(1) << idBits) < capacity) ++idBits;
+  const uint32_t idBits = idBitsFor(capacity);
   const uint32_t binShift = idBits > 8 ? idBits - 8 : 0;
   const RadixPlan plan = planRadix(2 * idBits);
   // Kept across frames (no allocation). Bound to references on this thread:

@@ -23,4 +23,15 @@ void mergePairs(std::span<const std::span<const Pair>> buffers, std::vector<Pair
 void mergePairsParallel(Scheduler& scheduler, std::span<const std::span<const Pair>> buffers,
                         std::vector<Pair>& out, std::vector<Pair>& scratch, uint32_t capacity);
 
+// The bits a pair index below `capacity` takes (at least 1): pair keys are
+// (a << idBits) | b.
+uint32_t idBitsFor(uint32_t capacity);
+
+// The radix sort the merges use, on its own: the n pairs of `pieces` sorted
+// by (a, b) into out[0, n), with scratch[0, n) as the other array of the
+// passes. Ids below `capacity`. Single-threaded: the parallel merges run one
+// a part.
+void sortPairsInto(std::span<const std::span<const Pair>> pieces, size_t n, Pair* out,
+                   Pair* scratch, uint32_t capacity);
+
 }  // namespace bp

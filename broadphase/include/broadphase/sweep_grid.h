@@ -61,6 +61,7 @@
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
 #include <broadphase/pair_buffer.h>
+#include <broadphase/pair_router.h>
 #include <broadphase/proxy_id.h>
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
@@ -492,6 +493,7 @@ class SweepGrid {
   std::vector<SweepRange> sweepRanges_;
   uint32_t splitCells_ = 0;
   std::vector<Pair> sortScratch_;
+  PairRouter router_;  // findPairs on several threads: the pairs by key range
   std::vector<std::span<const Pair>> pieces_;  // the workers' buffers, for the merge
 };
 
