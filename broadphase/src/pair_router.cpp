@@ -9,26 +9,6 @@
 
 namespace bp {
 
-namespace {
-
-// Below this many pairs the merge sorts on one thread (static 10^5's 9.3 k
-// pairs merged in 32 us on two threads against 36 on one, measured for
-// mergePairsParallel).
-constexpr size_t kParallelFrom = 4096;
-
-// One part a thread at least, and more when there are many pairs, so that a
-// part's radix passes run in its core's L2 (parts of about 32 K pairs, 256
-// KiB in each of the two arrays); a multiple of the thread count, so that the
-// threads end together. (Clustered 10^5, 2.5 M pairs, two threads: 16.6-16.9
-// ms a frame with one part a thread, 15.9 with parts of this size.)
-uint32_t partsFor(size_t pairs, int threads) {
-  const size_t t = size_t(std::max(threads, 1));
-  const size_t wanted = std::max(t, pairs >> 15);
-  return uint32_t(std::min<size_t>((wanted + t - 1) / t * t, 256));
-}
-
-}  // namespace
-
 void PairRouter::begin(int threads, uint32_t capacity) {
   if (workers_.size() != threads) workers_.resize(threads);
   if (threads != threads_) cutsFromPairs_ = false;  // the cuts were made for other parts
@@ -115,7 +95,7 @@ void PairRouter::merge(Scheduler& scheduler, std::vector<Pair>& out, std::vector
   const size_t n = partStart_[parts_];
   out.resize(n);
   scratch.resize(n);
-  if (n < kParallelFrom) {
+  if (n < kParallelMergeFrom) {
     // Few pairs: one sort of them all (tasks would cost more than they save).
     thread_local std::vector<std::span<const Pair>> pieces;
     pieces.clear();
@@ -147,7 +127,7 @@ void PairRouter::remember(std::span<const Pair> sorted, int threads) {
   lastPairs_ = n;
   if (n == 0) return;
   threads_ = threads;
-  const uint32_t parts = partsFor(n, threads);
+  const uint32_t parts = mergePartCount(n, threads);
   cuts_.resize(parts - 1);
   for (uint32_t q = 1; q < parts; ++q) cuts_[q - 1] = sorted[n * q / parts].a;
   cutsFromPairs_ = true;

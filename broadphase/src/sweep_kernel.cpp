@@ -459,9 +459,7 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
     total += pairBuffers_[w].size();
     pieces_[size_t(w)] = pairBuffers_[w].pairs();
   }
-  // In parallel from 4096 pairs: static 10^5's 9.3 k pairs merged in 32 us
-  // on two threads against 36 on one (rdtsc per phase, good windows).
-  if (threads > 1 && total >= 4096)
+  if (threads > 1 && total >= kParallelMergeFrom)
     mergePairsParallel(scheduler, pieces_, out, sortScratch_, capacity());
   else
     mergePairs(pieces_, out, sortScratch_, capacity());
