@@ -1,7 +1,8 @@
 // allLiveAndValid (broadphase/src/batch_check.h), the check every batch move
 // makes before it changes anything: each kind of bad entry, at every place
 // in a batch (the vector path takes eight entries at a time, the rest one by
-// one), against the scalar definitions isLive() and isValid().
+// one), against the scalar definitions isLive() and isValid(). And
+// indicesAscending, which tells whether a batch may be written in parallel.
 #include <broadphase/math/aabb.h>
 #include <broadphase/proxy_id.h>
 
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -107,6 +109,37 @@ TEST(AllLiveAndValid, EmptyPoolRejectsEveryHandle) {
   const std::vector<Aabb> boxes(9, Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)});
   EXPECT_FALSE(allLiveAndValid(pool, ids, boxes, 0, 9));
   EXPECT_TRUE(allLiveAndValid(pool, ids, boxes, 3, 3));
+}
+
+// indicesAscending against its definition, for every range of a batch with
+// one place out of order (equal, smaller, or an index with its top bit set,
+// which a signed compare would order wrongly), at every place.
+TEST(IndicesAscending, MatchesTheDefinitionOnEveryRange) {
+  auto reference = [](const std::vector<ProxyId>& ids, size_t begin, size_t end) {
+    for (size_t k = std::max<size_t>(begin, 1); k < end; ++k)
+      if (!(ids[k - 1].index < ids[k].index)) return false;
+    return true;
+  };
+  std::vector<ProxyId> sorted;
+  for (uint32_t k = 0; k < 29; ++k) sorted.push_back(ProxyId{10 + 3 * k, k % 4});
+  EXPECT_TRUE(indicesAscending(sorted, 0, sorted.size()));
+  size_t checked = 0, rejected = 0;
+  for (size_t at = 0; at < sorted.size(); ++at)
+    for (const uint32_t bad : {0u, 1u, 2u}) {
+      std::vector<ProxyId> ids = sorted;
+      if (bad == 0) ids[at].index = at > 0 ? ids[at - 1].index : ids[at + 1].index;
+      if (bad == 1) ids[at].index = at > 0 ? ids[at - 1].index - 1 : ids[at + 1].index + 1;
+      if (bad == 2) ids[at].index = 0x80000000u + at;  // above all the others
+      for (size_t begin = 0; begin <= ids.size(); ++begin)
+        for (size_t end = begin; end <= ids.size(); ++end) {
+          const bool expected = reference(ids, begin, end);
+          ASSERT_EQ(indicesAscending(ids, begin, end), expected)
+              << "place " << at << " kind " << bad << " range " << begin << ".." << end;
+          ++checked;
+          rejected += !expected;
+        }
+    }
+  EXPECT_GT(rejected, checked / 4);  // the cases do test the rejection
 }
 
 }  // namespace

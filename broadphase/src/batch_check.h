@@ -18,4 +18,9 @@ namespace bp {
 bool allLiveAndValid(const HandlePool& pool, std::span<const ProxyId> ids,
                      std::span<const Aabb> boxes, size_t begin, size_t end);
 
+// True when the indices of entries [begin, end) each exceed the index of the
+// entry before them (entry 0 has none): the batch names no proxy twice
+// there, so its entries may be written by several threads at once.
+bool indicesAscending(std::span<const ProxyId> ids, size_t begin, size_t end);
+
 }  // namespace bp

@@ -189,10 +189,7 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
         const uint32_t begin = std::min(n, c * chunkSize), end = std::min(n, begin + chunkSize);
         if (checked && !allLiveAndValid(pool_, ids, boxes, begin, end))
           bad.store(true, std::memory_order_relaxed);
-        bool ascending = true;
-        for (uint32_t k = begin; k < end; ++k)
-          ascending &= k == 0 || ids[k - 1].index < ids[k].index;
-        chunkAscending_[c] = ascending;
+        chunkAscending_[c] = indicesAscending(ids, begin, end);
       }
     });
     good = !bad.load(std::memory_order_relaxed);
