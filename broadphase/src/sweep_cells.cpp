@@ -480,7 +480,7 @@ void SweepGrid::refreshListedCells(Scheduler& scheduler) {
 
 bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   // Events of an update cut short by an exception must not be applied again.
-  cellEventBegin_.clear();
+  eventTables_.clear();
   if (!hasPendingChanges()) return false;
 
   // Pick (or re-pick, once the population has grown 8x) the cell size.
@@ -534,6 +534,12 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
     const EvenChunks split = evenChunks(nd, 1024, 128, uint32_t(scheduler.threadCount()));
     const uint32_t chunks = split.count, chunkSize = split.size;
     if (relinkPlans_.size() < chunks) relinkPlans_.resize(chunks);
+    // The plans group their events by cell here, in parallel, rather than
+    // resolveRelinks serially, while the cells times the plans stay few
+    // next to the events (a cell's refresh looks up its events in every
+    // plan).
+    const uint32_t cellCount = static_cast<uint32_t>(cells_.size());
+    const bool groupInTasks = chunks <= 16 && cellCount <= 4 * uint64_t(chunkSize) + 4096;
     scheduler.forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
       for (uint32_t c = begin; c < end; ++c) {
         RelinkPlan& plan = relinkPlans_[c];
@@ -557,6 +563,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
           dirty_[i] = kDirtyNone;
           planRelink(i, true, plan);
         }
+        if (groupInTasks) groupPlanEvents(plan, cellCount);
       }
     });
     resolveRelinks(chunks);
@@ -593,13 +600,15 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
 void SweepGrid::finishUpdate() {
   for (const uint32_t i : changed_) rangeChanged_[i] = 0;
   changed_.clear();
-  cellEventBegin_.clear();
+  eventTables_.clear();
   // Scratch grown by an update of many relinks (the first one, a regrid) is
   // released once updates are back to few: it would otherwise keep about
   // 50 bytes a proxy. A steady state never meets the condition, so it does
   // not allocate.
   for (RelinkPlan& plan : relinkPlans_)
-    if (plan.events.capacity() > 8 * plan.events.size() + 65536) plan = RelinkPlan{};
+    if (plan.events.capacity() > 8 * plan.events.size() + 65536 ||
+        plan.cellBegin.capacity() > 8 * plan.cellBegin.size() + 65536)
+      plan = RelinkPlan{};
   if (cellEvents_.capacity() > 8 * cellEvents_.size() + 65536)
     std::vector<uint32_t>().swap(cellEvents_);
 

@@ -330,14 +330,17 @@ size_t SweepGrid::memoryBytes() const {
   add(sortScratch_);
   add(chunkListed_);
   add(chunkAscending_);
+  add(eventTables_);
   add(cellEventBegin_);
-  add(cellEventFill_);
   add(cellEvents_);
   add(sweepRanges_);
   for (const RelinkPlan& plan : relinkPlans_) {
     add(plan.events);
     add(plan.changed);
     add(plan.overflow);
+    add(plan.cellBegin);
+    add(plan.cellEvents);
+    add(plan.ordered);
   }
   add(spareCells_);
   for (const SweepCell& c : spareCells_) {

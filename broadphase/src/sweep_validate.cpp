@@ -33,7 +33,7 @@ std::string SweepGrid::validate() const {
         overflowPos_.size(), stayKey_.size(), rangeChanged_.size() - 3})
     if (size != cap) return "per-proxy arrays are not capacity() long";
   if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
-  if (!cellEventBegin_.empty()) return "cell events left over from an update";
+  if (!eventTables_.empty()) return "cell events left over from an update";
 
   // Dirty lists: each relinking proxy once in dirtyList_, each staying one
   // in stayedList_ (which may also hold proxies that rose to relink since)

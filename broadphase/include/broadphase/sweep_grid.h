@@ -369,26 +369,45 @@ class SweepGrid {
   // The relinks of a run of proxies: their cell events, the proxies whose
   // range changed, overflow additions (true) and removals, in proxy order.
   // Plans are filled by different workers side by side, and every
-  // push_back writes its vector's header: each plan has its own 128 bytes
-  // (unpadded, two plans shared a line; the planning phase of uniform 10^5
+  // push_back writes its vector's header: each plan has its own 128-byte
+  // slots, two of them (unpadded, two plans shared a line; the planning phase of uniform 10^5
   // on two threads measured the same either way, 0.22 M TSC cycles, as its
   // ~3 k relinks make few events a chunk).
   struct alignas(kFalseSharingRange) RelinkPlan {
     std::vector<CellEvent> events;
     std::vector<uint32_t> changed;
     std::vector<std::pair<uint32_t, bool>> overflow;
+    // When `grouped`, the planning task has grouped the enter and leave
+    // events into the cells that existed (groupEventsByCell), and listed in
+    // `ordered` the events whose effect depends on the order of plans: those
+    // that create a cell (whose events resolveRelinks groups) or mark one.
+    std::vector<uint32_t> cellBegin;
+    std::vector<uint32_t> cellEvents;
+    std::vector<uint32_t> ordered;
+    bool grouped = false;
     void clear() {
       events.clear();
       changed.clear();
       overflow.clear();
+      ordered.clear();
+      grouped = false;
     }
   };
-  static_assert(sizeof(RelinkPlan) == kFalseSharingRange);
+  static_assert(sizeof(RelinkPlan) == 2 * kFalseSharingRange);
   static_assert(alignof(RelinkPlan) == kFalseSharingRange);
   void planRelink(uint32_t index, bool refreshAll, RelinkPlan& plan);
   void relink(uint32_t index, bool refreshAll);  // plan and apply, now
   void applyOrderedParts(const RelinkPlan& plan);
   static void appendMember(SweepCell& cell, uint32_t proxy);
+  // Groups the enter and leave events that forEachEvent(visit) visits (twice,
+  // in the same order) into the cells [first, first + cells), stably (a
+  // counting sort): cell first + c's are events[begin[c], begin[c + 1]).
+  template <class ForEachEvent>
+  static void groupEventsByCell(ForEachEvent&& forEachEvent, uint32_t first, uint32_t cells,
+                                std::vector<uint32_t>& begin, std::vector<uint32_t>& events);
+  // The planning task's share of resolveRelinks: lists the plan's ordered
+  // events and groups the others by cell.
+  void groupPlanEvents(RelinkPlan& plan, uint32_t cells);
   void resolveRelinks(uint32_t planCount);
   void applyCellEvents(uint32_t cell);
   void refreshListedCells(Scheduler& scheduler);  // the cells in dirtyCells_
@@ -474,11 +493,18 @@ class SweepGrid {
   // Scratch kept between frames so a steady state allocates nothing.
   std::vector<uint32_t> changed_;        // indices with rangeChanged_ set
   std::vector<RelinkPlan> relinkPlans_;  // beginUpdate: one per chunk of the dirty list
-  // Between resolveRelinks() and finishUpdate(): the enter (proxy) and leave
-  // (kNullIndex) events of cell c are cellEvents_[cellEventBegin_[c],
-  // cellEventBegin_[c + 1]); empty otherwise.
+  // Between resolveRelinks() and finishUpdate(), where the enter (proxy) and
+  // leave (kNullIndex) events of each cell are, as tables of events grouped
+  // by cell: one a relink plan, grouped by the planning tasks, or one for
+  // all, grouped by resolveRelinks (cellEventBegin_, cellEvents_). Cell c
+  // applies table by table, so in dirty-list order. Empty otherwise.
+  struct CellEventTable {
+    const uint32_t* begin;   // cell first + c's events: events[begin[c], begin[c + 1])
+    const uint32_t* events;  // proxy entering, or kNullIndex: one left
+    uint32_t first, cells;   // the cells it covers: [first, first + cells)
+  };
+  std::vector<CellEventTable> eventTables_;
   std::vector<uint32_t> cellEventBegin_;
-  std::vector<uint32_t> cellEventFill_;
   std::vector<uint32_t> cellEvents_;
   std::vector<Listed> chunkListed_;      // move(): per chunk, entries newly listed
   std::vector<uint8_t> chunkAscending_;  // move(): per chunk, indices strictly increasing
