@@ -61,11 +61,20 @@ TEST(Allocation, SteadyStateFramesAllocateNothing) {
         bp.update();
       };
       for (int f = 0; f < 40; ++f) frame();  // warm up: buffers reach their working size
-      const uint64_t before = gAllocations.load();
-      for (int f = 0; f < 10; ++f) frame();
-      const uint64_t during = gAllocations.load() - before;
       // A little slack: the pair count wobbles frame to frame and a buffer may
-      // still grow once; a per-frame allocation would show as >= 10.
+      // still grow once; a per-frame allocation would show as >= 10 in every
+      // window of 10 frames. Up to three windows: on a loaded machine a
+      // worker may sit out all the warm-up frames (the calling thread takes
+      // every task before it wakes) and meet its per-thread scratch for the
+      // first time later (CI once saw 19 in the first window, BVH, 2
+      // threads).
+      uint64_t during = 0;
+      for (int window = 0; window < 3; ++window) {
+        const uint64_t before = gAllocations.load();
+        for (int f = 0; f < 10; ++f) frame();
+        during = gAllocations.load() - before;
+        if (during < 10u) break;
+      }
       EXPECT_LT(during, 10u) << "structure " << int(structure) << ", " << threads
                              << " threads: " << during << " allocations in 10 steady frames";
     }
