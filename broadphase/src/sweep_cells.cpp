@@ -566,7 +566,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
         if (groupInTasks) groupPlanEvents(plan, cellCount);
       }
     });
-    resolveRelinks(chunks);
+    resolveRelinks(chunks, groupInTasks);
     if (unlistedStays_ != 0 || stayedList_.size() * 16 >= dirty_.size())
       std::fill(dirty_.begin(), dirty_.end(), kDirtyNone);
     else

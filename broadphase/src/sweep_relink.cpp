@@ -140,7 +140,6 @@ void SweepGrid::groupPlanEvents(RelinkPlan& plan, uint32_t cells) {
         for (const CellEvent& e : plan.events) visit(e);
       },
       0, cells, plan.cellBegin, plan.cellEvents);
-  plan.grouped = true;
 }
 
 // Applies the plans of relinkPlans_[0, count), in order, leaving the enter and
@@ -150,21 +149,22 @@ void SweepGrid::groupPlanEvents(RelinkPlan& plan, uint32_t cells) {
 // existed), only their ordered events are visited here, and only those that
 // enter a new cell are grouped. (Uniform 10^5, about 3.7 k relinks a frame:
 // the grouping here was the largest serial step on two threads.)
-void SweepGrid::resolveRelinks(uint32_t count) {
+void SweepGrid::resolveRelinks(uint32_t count, bool grouped) {
   eventTables_.clear();
   const uint32_t oldCells = static_cast<uint32_t>(cells_.size());
-  bool grouped = true;
-  for (uint32_t p = 0; p < count; ++p) grouped &= relinkPlans_[p].grouped;
-  auto resolve = [&](CellEvent& e) {
-    if (e.cell == CellMap::kAbsent) e.cell = findOrCreateCell(e.coord, e.layer);
-    if (e.mark) markCellDirty(e.cell);
+  // The events this step must see: a grouped plan's ordered ones, else all.
+  auto forEachEventOf = [grouped](RelinkPlan& plan, auto&& visit) {
+    if (grouped)
+      for (const uint32_t k : plan.ordered) visit(plan.events[k]);
+    else
+      for (CellEvent& e : plan.events) visit(e);
   };
   for (uint32_t p = 0; p < count; ++p) {
     RelinkPlan& plan = relinkPlans_[p];
-    if (grouped)
-      for (const uint32_t k : plan.ordered) resolve(plan.events[k]);
-    else
-      for (CellEvent& e : plan.events) resolve(e);
+    forEachEventOf(plan, [&](CellEvent& e) {
+      if (e.cell == CellMap::kAbsent) e.cell = findOrCreateCell(e.coord, e.layer);
+      if (e.mark) markCellDirty(e.cell);
+    });
     applyOrderedParts(plan);
   }
   const uint32_t cells = static_cast<uint32_t>(cells_.size());
@@ -180,13 +180,7 @@ void SweepGrid::resolveRelinks(uint32_t count) {
   const uint32_t first = grouped ? oldCells : 0;
   groupEventsByCell(
       [&](auto&& visit) {
-        for (uint32_t p = 0; p < count; ++p) {
-          const RelinkPlan& plan = relinkPlans_[p];
-          if (grouped)
-            for (const uint32_t k : plan.ordered) visit(plan.events[k]);
-          else
-            for (const CellEvent& e : plan.events) visit(e);
-        }
+        for (uint32_t p = 0; p < count; ++p) forEachEventOf(relinkPlans_[p], visit);
       },
       first, cells - first, cellEventBegin_, cellEvents_);
   eventTables_.push_back({cellEventBegin_.data(), cellEvents_.data(), first, cells - first});

@@ -377,20 +377,19 @@ class SweepGrid {
     std::vector<CellEvent> events;
     std::vector<uint32_t> changed;
     std::vector<std::pair<uint32_t, bool>> overflow;
-    // When `grouped`, the planning task has grouped the enter and leave
-    // events into the cells that existed (groupEventsByCell), and listed in
-    // `ordered` the events whose effect depends on the order of plans: those
-    // that create a cell (whose events resolveRelinks groups) or mark one.
+    // Filled by groupPlanEvents, when the planning tasks group the events:
+    // the enter and leave events grouped into the cells that existed, and
+    // in `ordered` the events whose effect depends on the order of plans:
+    // those that create a cell (whose events resolveRelinks groups) or mark
+    // one.
     std::vector<uint32_t> cellBegin;
     std::vector<uint32_t> cellEvents;
     std::vector<uint32_t> ordered;
-    bool grouped = false;
     void clear() {
       events.clear();
       changed.clear();
       overflow.clear();
       ordered.clear();
-      grouped = false;
     }
   };
   static_assert(sizeof(RelinkPlan) == 2 * kFalseSharingRange);
@@ -406,9 +405,10 @@ class SweepGrid {
   static void groupEventsByCell(ForEachEvent&& forEachEvent, uint32_t first, uint32_t cells,
                                 std::vector<uint32_t>& begin, std::vector<uint32_t>& events);
   // The planning task's share of resolveRelinks: lists the plan's ordered
-  // events and groups the others by cell.
+  // events and groups its events by cell, those of cells that exist.
   void groupPlanEvents(RelinkPlan& plan, uint32_t cells);
-  void resolveRelinks(uint32_t planCount);
+  // `grouped`: every plan went through groupPlanEvents.
+  void resolveRelinks(uint32_t planCount, bool grouped);
   void applyCellEvents(uint32_t cell);
   void refreshListedCells(Scheduler& scheduler);  // the cells in dirtyCells_
   void finishUpdate();
