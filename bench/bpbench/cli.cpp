@@ -27,8 +27,8 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"stress",
      {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
     {"scaling",
-     {"scene", "n", "frames", "threads", "backend", "seed", "format", "plot", "!quiet",
-      "!no-fork"}},
+     {"scene", "n", "frames", "threads", "backend", "seed", "repeat", "max-round-trip", "format",
+      "plot", "!quiet", "!no-fork"}},
     {"list", {"format", "!quiet"}},
 };
 
@@ -176,8 +176,10 @@ commands:
            [--check]                       Mrays/s against scene uniform, frame 0
   stress   [--n N] [--seconds S] [--threads T] [--backend B] [--churn PCT] [--scene S]
            [--plot F.svg]                  a long run with motion and churn; flat memory?
-  scaling  --scene S --n N --threads 1,2,4 [--backend B] [--frames F]
-                                           speed-up and parallel efficiency per thread count
+  scaling  --scene S --n N --threads 1,2,4 [--backend B] [--frames F] [--repeat R]
+           [--max-round-trip NS]           speed-up and parallel efficiency per thread count;
+                                           R rounds (median, min, max), keeping only the
+                                           rounds whose core round trip stayed under NS
   list                                     the backends and whether they are built
 
 common options:
@@ -311,6 +313,10 @@ Options parseArgs(int argc, char** argv) {
       throw UsageError("--query: unknown query '" + q + "'; valid: closest, any, all");
   }
   if (has("seconds")) o.seconds = parseReal("seconds", values["seconds"], 0, 86400, true);
+  if (has("repeat"))
+    o.repeat = static_cast<uint32_t>(parseInteger("repeat", values["repeat"], 1, 1000));
+  if (has("max-round-trip"))
+    o.maxRoundTripNs = parseReal("max-round-trip", values["max-round-trip"], 0, 1e9, false);
   if (has("churn")) o.churnPercent = parseReal("churn", values["churn"], 0, 100, false);
   if (has("plot")) {
     o.plot = values["plot"];

@@ -29,6 +29,8 @@ struct Options {
   RayQuery query = RayQuery::closest;
   double seconds = 30;
   double churnPercent = 1;
+  uint32_t repeat = 1;        // scaling: rounds of every thread count
+  double maxRoundTripNs = 0;  // scaling: keep rounds under this core round trip (0: all)
   Format format = Format::table;
   std::string plot;  // SVG path, empty: none
   bool quiet = false;
