@@ -63,6 +63,10 @@ class Backend {
   virtual void castRaysAll(Scheduler& scheduler, std::span<const Ray> rays,
                            std::vector<RayHit>& out, std::vector<uint32_t>& offsets) = 0;
 
+  // Called when a frame's serial part starts (bpbench --wake-workers): the
+  // workers the frame will fork to are woken meanwhile (Scheduler::wake).
+  virtual void wakeWorkers(Scheduler& scheduler) { scheduler.wake(); }
+
   // Heap bytes the structure says it owns (0: unknown).
   virtual size_t memoryBytes() const { return 0; }
 };

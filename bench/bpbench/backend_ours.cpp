@@ -125,6 +125,8 @@ class FacadeBackend final : public Backend {
     handlesOf(ids, handles_, scratch_, scheduler);
     bp_->move(std::span<const bp::ProxyId>(scratch_), boxes);
   }
+  // The facade forks to its own arena.
+  void wakeWorkers(Scheduler&) override { bp_->wakeWorkers(); }
   void findPairs(Scheduler&, std::vector<Pair>& out) override {
     const bp::FramePairs& f = bp_->update();
     out.resize(f.pairs.size());

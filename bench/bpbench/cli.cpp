@@ -20,7 +20,7 @@ const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "list"};
 const std::map<std::string, std::set<std::string>> kAllowed = {
     {"pairs",
      {"scene", "n", "frames", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
-      "!no-fork"}},
+      "!no-fork", "!wake-workers"}},
     {"rays",
      {"n", "rays", "query", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
       "!no-fork"}},
@@ -28,7 +28,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
     {"scaling",
      {"scene", "n", "frames", "threads", "backend", "seed", "repeat", "max-round-trip", "format",
-      "plot", "!quiet", "!no-fork"}},
+      "plot", "!quiet", "!no-fork", "!wake-workers"}},
     {"list", {"format", "!quiet"}},
 };
 
@@ -187,6 +187,9 @@ common options:
   --plot FILE.svg           write a chart (ms/frame against N or threads; stress: against time)
   --quiet                   no progress on stderr
   --no-fork                 run backends in this process (peak memory is then shared)
+  --wake-workers            pairs, scaling: before each frame, after the scene step
+                            (untimed), wake the backend's workers as an engine would
+                            when its frame's serial part starts (Scheduler::wake)
 
 defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
 hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
@@ -299,6 +302,7 @@ Options parseArgs(int argc, char** argv) {
   o.check = has("check");
   o.quiet = has("quiet");
   o.noFork = has("no-fork");
+  o.wakeWorkers = has("wake-workers");
   if (has("rays"))
     o.rays = static_cast<uint32_t>(parseInteger("rays", values["rays"], 1, 100000000));
   if (has("query")) {

@@ -35,6 +35,7 @@ struct Options {
   std::string plot;  // SVG path, empty: none
   bool quiet = false;
   bool noFork = false;
+  bool wakeWorkers = false;  // pairs, scaling: wake the workers before each frame
 };
 
 // Parses argv (without the program name). Throws UsageError.

@@ -69,6 +69,7 @@ void measure(const PairsSpec& spec, Bytes& out) {
   r.buildMs = msSince(t0);
   for (uint32_t f = 1; f <= spec.frames; ++f) {
     scene.step();
+    if (spec.wakeWorkers) backend->wakeWorkers(scheduler);
     for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];
 
     const auto start = Clock::now();
@@ -152,7 +153,8 @@ int commandPairs(const Options& o) {
       std::vector<PairsResult> results;
       results.reserve(o.backends.size());
       for (const BackendInfo* b : o.backends) {
-        PairsSpec spec{b, o.scene, n, o.seed, o.frames, threads, o.check, o.quiet, o.noFork};
+        PairsSpec spec{b,       o.scene, n,       o.seed,   o.frames,
+                       threads, o.check, o.quiet, o.noFork, o.wakeWorkers};
         PairsResult r;
         try {
           r = runPairs(spec);

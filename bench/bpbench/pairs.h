@@ -20,6 +20,9 @@ struct PairsSpec {
   bool check;   // compare every frame with the oracle (N <= kBruteCheckLimit)
   bool quiet;
   bool noFork;
+  // Wake the workers after the scene step, before the moves are gathered
+  // (untimed), as an engine would when its frame's serial part starts.
+  bool wakeWorkers = false;
 };
 
 inline constexpr uint32_t kBruteCheckLimit = 20000;

@@ -48,8 +48,8 @@ int commandScaling(const Options& o) {
     std::vector<char> ok(nb * nt, 0);
     for (size_t b = 0; b < nb; ++b) {
       for (size_t t = 0; t < nt; ++t) {
-        PairsSpec spec{o.backends[b], o.scene, o.ns[0], o.seed,  o.frames,
-                       o.threads[t],  false,   o.quiet, o.noFork};
+        PairsSpec spec{o.backends[b], o.scene, o.ns[0], o.seed,   o.frames,
+                       o.threads[t],  false,   o.quiet, o.noFork, o.wakeWorkers};
         try {
           round[b * nt + t] = runPairs(spec);
           ok[b * nt + t] = 1;
@@ -168,6 +168,10 @@ int commandScaling(const Options& o) {
     n += "; ms is the median round, speed-up the median of the rounds' own ratios (min-max).";
     notes.push_back(n);
   }
+  if (o.wakeWorkers)
+    notes.push_back(
+        "--wake-workers: each frame's workers were woken after the scene step, before the "
+        "moves were gathered (untimed).");
   if (serialPeer)
     notes.push_back("note: peers and the oracle run on one thread; their scaling is flat.");
   printRows(rows, o.format,
