@@ -16,6 +16,7 @@
 #include "table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -113,8 +114,10 @@ int commandScaling(const Options& o) {
       const int used = resolveThreads(o.threads[t]);  // what was asked for (peers still use one)
       const double ms = median(s.medianMs);
       const double speedup = median(s.speedup);
-      const double lo = *std::min_element(s.speedup.begin(), s.speedup.end());
-      const double hi = *std::max_element(s.speedup.begin(), s.speedup.end());
+      // No speed-up when the first thread count failed in every kept round.
+      const bool none = s.speedup.empty();
+      const double lo = none ? NAN : *std::min_element(s.speedup.begin(), s.speedup.end());
+      const double hi = none ? NAN : *std::max_element(s.speedup.begin(), s.speedup.end());
       const double efficiency = speedup / (double(used) / double(baseThreads));
       std::string shown = formatFixed(speedup, 2) + "x";
       if (s.speedup.size() > 1) shown += " (" + formatFixed(lo, 2) + "-" + formatFixed(hi, 2) + ")";
