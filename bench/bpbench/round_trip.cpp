@@ -42,8 +42,6 @@ double measureCoreRoundTripNs() {
   });
   pinTo(echo.native_handle(), cpus[1]);
   const pthread_t self = pthread_self();
-  cpu_set_t before;
-  pthread_getaffinity_np(self, sizeof before, &before);
   pinTo(self, cpus[0]);
   std::vector<double> batches;
   for (int b = 0; b < kBatches; ++b) {
@@ -58,7 +56,7 @@ double measureCoreRoundTripNs() {
   }
   flag.store(-1, std::memory_order_release);
   echo.join();
-  pthread_setaffinity_np(self, sizeof before, &before);
+  pthread_setaffinity_np(self, sizeof allowed, &allowed);  // the caller's mask again
   return median(batches);
 }
 

@@ -154,8 +154,10 @@ int commandScaling(const Options& o) {
     for (size_t t = 0; t < nt; ++t)
       hashes.insert(hashes.end(), at(b, t).hashes.begin(), at(b, t).hashes.end());
     if (std::adjacent_find(hashes.begin(), hashes.end(), std::not_equal_to<>()) != hashes.end()) {
-      std::fprintf(stderr, "bpbench: FAILED: %s gives different pairs at different thread counts\n",
-                   backend->name);
+      std::fprintf(
+          stderr,
+          "bpbench: FAILED: %s gives different pairs in different runs (thread counts, rounds)\n",
+          backend->name);
       rc = 1;
     }
   }
