@@ -1,0 +1,55 @@
+// How late a sleeping worker joins a fork: the calling thread spins for a
+// serial gap (the benchmark argument, in us), then forks 64 parts worth
+// 40 us in all; the time until another worker starts a part is the wake-up
+// latency that docs/threading.md ("Sleeping workers") tabulates. Parts the
+// caller finishes alone count as "missed".
+//
+//   build/release/bench/bp_micro_bench --benchmark_filter=WorkerWake
+#include <broadphase/jobs/scheduler.h>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void spinFor(std::chrono::nanoseconds d) {
+  const auto until = Clock::now() + d;
+  while (Clock::now() < until) {
+  }
+}
+
+void WorkerWake(benchmark::State& state) {
+  bp::Scheduler scheduler(2);
+  const std::chrono::microseconds gap(state.range(0));
+  std::vector<double> joinUs;
+  int missed = 0;
+  for (auto _ : state) {
+    spinFor(gap);
+    std::atomic<int64_t> joined{0};
+    const auto t0 = Clock::now();
+    scheduler.forEach(0, 64, 1, [&](uint32_t b, uint32_t e) {
+      if (bp::Scheduler::workerIndex() != 0) {
+        int64_t none = 0;
+        joined.compare_exchange_strong(none, (Clock::now() - t0).count());
+      }
+      spinFor(std::chrono::nanoseconds(625) * (e - b));  // 40 us over the 64 parts
+    });
+    if (joined.load() != 0)
+      joinUs.push_back(double(joined.load()) / 1000.0);
+    else
+      ++missed;
+  }
+  std::sort(joinUs.begin(), joinUs.end());
+  state.counters["join_us_p50"] = joinUs.empty() ? -1.0 : joinUs[joinUs.size() / 2];
+  state.counters["join_us_p90"] = joinUs.empty() ? -1.0 : joinUs[joinUs.size() * 9 / 10];
+  state.counters["missed"] = missed;
+}
+BENCHMARK(WorkerWake)->Arg(10)->Arg(30)->Arg(100)->Arg(1000)->Iterations(200)->UseRealTime();
+
+}  // namespace
