@@ -527,11 +527,15 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   if (refreshAll) {
     // The relinks are planned in parallel chunks; resolveRelinks() then
     // applies the plans in dirty-list order, leaving each cell's share to its
-    // refresh. A relink costs about 100-200 cycles, mostly cache misses and
-    // cell lookups. Chunks of 128 to 1024 relinks (evenChunks): uniform
-    // 10^5's ~3.5 k relinks a frame had made three chunks of 1024 and one of
-    // 400, static 10^5's ~350 one chunk.
-    const EvenChunks split = evenChunks(nd, 1024, 128, uint32_t(scheduler.threadCount()));
+    // refresh. A relink costs about 150-250 cycles, mostly cache misses and
+    // cell lookups. Chunks of 64 to 1024 relinks (evenChunks), so about 5 us
+    // of work at least, against a fork's microsecond: uniform 10^5's ~3.5 k
+    // relinks a frame make four chunks of about 900 on two threads. Static
+    // 10^5 relinks only ~250 a frame: with chunks of at least 128 that was one
+    // chunk, the frame's one serial planning step (two threads, phase timers:
+    // the planning fork took 43-47 k cycles against 55 on one thread; in two
+    // chunks of about 125, 34).
+    const EvenChunks split = evenChunks(nd, 1024, 64, uint32_t(scheduler.threadCount()));
     const uint32_t chunks = split.count, chunkSize = split.size;
     if (relinkPlans_.size() < chunks) relinkPlans_.resize(chunks);
     // The plans group their events by cell here, in parallel, rather than
