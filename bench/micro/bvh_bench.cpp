@@ -1,6 +1,8 @@
 // Micro-benchmarks of the Bvh: a full frame (moves + sorted pairs) on the
 // standard scenes, and the pieces: insert, remove, refit, rebuild, rays.
 // Arguments are (scene, log10 N, threads) for frames, (log10 N, threads) otherwise.
+#include "../bpbench/stats.h"
+
 #include <broadphase/bvh.h>
 #include <broadphase/scene.h>
 
@@ -47,8 +49,7 @@ void BM_BvhFrame(benchmark::State& state) {
     state.SetIterationTime(seconds.back());
   }
   // SCENES.md reports the median frame (the mean includes rebuild frames).
-  std::sort(seconds.begin(), seconds.end());
-  state.counters["median_ms"] = seconds.empty() ? 0.0 : 1e3 * seconds[seconds.size() / 2];
+  state.counters["median_ms"] = seconds.empty() ? 0.0 : 1e3 * bpbench::median(seconds);
   state.SetLabel(sceneName(kind));
   state.counters["pairs"] = double(pairs.size());
   state.counters["rebuilds"] = double(bvh.dynamicStats().rebuildCount);

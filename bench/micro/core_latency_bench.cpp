@@ -8,10 +8,10 @@
 //
 //   build/release/bench/bp_micro_bench --benchmark_filter=CoreRoundTrip
 #include "../bpbench/round_trip.h"
+#include "../bpbench/stats.h"
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <vector>
 
 namespace {
@@ -26,8 +26,7 @@ void CoreRoundTrip(benchmark::State& state) {
     }
     ns.push_back(v);
   }
-  std::sort(ns.begin(), ns.end());
-  state.counters["ns_per_round_trip"] = ns[ns.size() / 2];
+  state.counters["ns_per_round_trip"] = bpbench::median(ns);
 }
 BENCHMARK(CoreRoundTrip)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -5,11 +5,12 @@
 // caller finishes alone count as "missed".
 //
 //   build/release/bench/bp_micro_bench --benchmark_filter=WorkerWake
+#include "../bpbench/stats.h"
+
 #include <broadphase/jobs/scheduler.h>
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <vector>
@@ -45,9 +46,9 @@ void WorkerWake(benchmark::State& state) {
     else
       ++missed;
   }
-  std::sort(joinUs.begin(), joinUs.end());
-  state.counters["join_us_p50"] = joinUs.empty() ? -1.0 : joinUs[joinUs.size() / 2];
-  state.counters["join_us_p90"] = joinUs.empty() ? -1.0 : joinUs[joinUs.size() * 9 / 10];
+  // -1: the worker never joined.
+  state.counters["join_us_p50"] = joinUs.empty() ? -1.0 : bpbench::percentile(joinUs, 50);
+  state.counters["join_us_p90"] = joinUs.empty() ? -1.0 : bpbench::percentile(joinUs, 90);
   state.counters["missed"] = missed;
 }
 BENCHMARK(WorkerWake)->Arg(10)->Arg(30)->Arg(100)->Arg(1000)->Iterations(200)->UseRealTime();
