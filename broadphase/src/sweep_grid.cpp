@@ -60,6 +60,9 @@ void SweepGrid::markMoved(uint32_t index, uint8_t state) {
 
 ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
   requireValidBox(box);
+  // The grouped cell events tag a leaving proxy with the top bit.
+  if (pool_.liveCount() >= kLeaveEvent - 1)
+    throwError(ErrorCode::capacityExceeded, "SweepGrid::add: 2^31 - 1 proxies at most");
   const ProxyId id = pool_.allocate();
   if (id.index >= boxes_.size()) {
     const size_t n = size_t(id.index) + 1;

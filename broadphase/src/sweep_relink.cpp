@@ -53,13 +53,18 @@ void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
     return;
   }
   if (oldKind == Registration::cells) {
-    // Every old cell is told a member may have left; a member still inside
-    // is kept by the compaction (rangeChanged_ and its new range).
+    // The old cells the proxy leaves get a leave event naming it (their
+    // refresh drops exactly the members named); those it keeps are only
+    // listed for refresh, when every moving cell is not refreshed anyway.
     const uint8_t markOld = !refreshAll || oldLayer == kStaticLayer;
+    const bool keepsSome = wasInCells && newKind == Registration::cells;
     forEachCoord(oldRange, [&](const CellCoord& c) {
+      const bool kept = keepsSome && rangeContains(newRange, c);
+      if (kept && !markOld) return;
       const uint32_t idx = maps_[oldLayer].find(c);
       if (idx != CellMap::kAbsent)
-        plan.events.push_back({idx, i, CellEvent::kLeave, markOld, oldLayer, c});
+        plan.events.push_back(
+            {idx, i, kept ? CellEvent::kTouch : CellEvent::kLeave, markOld, oldLayer, c});
     });
     rangeChanged_[i] = 1;
     plan.changed.push_back(i);
@@ -126,7 +131,8 @@ void SweepGrid::groupEventsByCell(ForEachEvent&& forEachEvent, uint32_t first, u
   events.resize(begin.back());
   forEachEvent([&](const CellEvent& e) {
     if (e.kind != CellEvent::kTouch && e.cell - first < cells)
-      events[begin[e.cell - first + 1]++] = e.kind == CellEvent::kEnter ? e.proxy : kNullIndex;
+      events[begin[e.cell - first + 1]++] =
+          e.kind == CellEvent::kEnter ? e.proxy : e.proxy | kLeaveEvent;
   });
 }
 
@@ -188,17 +194,19 @@ void SweepGrid::resolveRelinks(uint32_t count, bool grouped) {
 
 // A cell's own enter and leave events from resolveRelinks(), at the start of
 // its refresh (by the task refreshing it: no other task touches this cell).
-void SweepGrid::applyCellEvents(uint32_t cell) {
+// The proxies that leave go to `leavers`, in event order.
+void SweepGrid::applyCellEvents(uint32_t cell, std::vector<uint32_t>& leavers) {
   SweepCell& c = cells_[cell].value;
+  leavers.clear();
   for (const CellEventTable& t : eventTables_) {
     const uint32_t at = cell - t.first;  // wraps below first
     if (at >= t.cells) continue;
     for (uint32_t k = t.begin[at]; k < t.begin[at + 1]; ++k) {
-      const uint32_t proxy = t.events[k];
-      if (proxy == kNullIndex)
-        c.leaving = 1;
+      const uint32_t event = t.events[k];
+      if (event & kLeaveEvent)
+        leavers.push_back(event & ~kLeaveEvent);
       else
-        appendMember(c, proxy);
+        appendMember(c, event);
     }
   }
 }

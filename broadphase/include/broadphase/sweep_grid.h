@@ -187,7 +187,7 @@ struct SweepCell {
   CellCoord coord;
   uint8_t layer = 0;        // kMovingLayer or kStaticLayer: the kind of all members
   uint8_t dirty = 0;        // queued for refresh in the current update
-  uint8_t leaving = 0;      // a member left: compact before the refresh
+  uint8_t leaving = 0;      // a member left, by relink(): compact by rangeChanged_
   uint8_t crowded = 0;      // during findPairs: swept in this many ranges, as tasks of their own
   float maxExtentX = 0.0f;  // largest max x - min x of the members (after refresh)
   float sumExtentX = 0.0f;  // their sum: over the cell's length, the mean candidates an entry meets
@@ -409,7 +409,10 @@ class SweepGrid {
   void groupPlanEvents(RelinkPlan& plan, uint32_t cells);
   // `grouped`: every plan went through groupPlanEvents.
   void resolveRelinks(uint32_t planCount, bool grouped);
-  void applyCellEvents(uint32_t cell);
+  // Grouped events: a proxy entering, or kLeaveEvent | the proxy leaving
+  // (add() keeps indices below 2^31).
+  static constexpr uint32_t kLeaveEvent = 0x80000000u;
+  void applyCellEvents(uint32_t cell, std::vector<uint32_t>& leavers);
   void refreshListedCells(Scheduler& scheduler);  // the cells in dirtyCells_
   void finishUpdate();
 
@@ -494,13 +497,13 @@ class SweepGrid {
   std::vector<uint32_t> changed_;        // indices with rangeChanged_ set
   std::vector<RelinkPlan> relinkPlans_;  // beginUpdate: one per chunk of the dirty list
   // Between resolveRelinks() and finishUpdate(), where the enter (proxy) and
-  // leave (kNullIndex) events of each cell are, as tables of events grouped
+  // leave (kLeaveEvent | proxy) events of each cell are, as tables of events grouped
   // by cell: one a relink plan, grouped by the planning tasks, or one for
   // all, grouped by resolveRelinks (cellEventBegin_, cellEvents_). Cell c
   // applies table by table, so in dirty-list order. Empty otherwise.
   struct CellEventTable {
     const uint32_t* begin;   // cell first + c's events: events[begin[c], begin[c + 1])
-    const uint32_t* events;  // proxy entering, or kNullIndex: one left
+    const uint32_t* events;  // proxy entering, or kLeaveEvent | proxy leaving
     uint32_t first, cells;   // the cells it covers: [first, first + cells)
   };
   std::vector<CellEventTable> eventTables_;
