@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -15,9 +16,11 @@
 
 // GCC 12's AVX-512 headers pass _mm512_undefined_epi32() as the unused source
 // of unmasked intrinsics, which -Wmaybe-uninitialized reports at every call
-// site; nothing here reads an undefined lane.
+// site (-Wuninitialized where the call is in a lambda); nothing here reads
+// an undefined lane.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace bp::wide {
@@ -25,6 +28,11 @@ namespace bp::wide {
 #if defined(BP_HAVE_WIDE_KERNEL)
 
 #define BP_WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,popcnt")))
+// For a lambda inside a wide function: it does not inherit the target, and it
+// must be inlined to keep the captured windows in registers (called, the
+// kernel ran 28 % slower on uniform 10^5).
+#define BP_WIDE_LAMBDA \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,popcnt"), always_inline))
 
 bool available() {
   static const bool yes = [] {
@@ -70,9 +78,11 @@ BP_WIDE_TARGET inline __mmask16 reportedHere16(const uint8_t* flags, __m512i fi)
       _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(flags))), fi);
 }
 
-// Lanes 1-15 of w moved down one, and v in lane 15.
-BP_WIDE_TARGET inline __m512i slideIn(__m512i w, float v) {
-  return _mm512_alignr_epi32(_mm512_castps_si512(_mm512_set1_ps(v)), w, 1);
+// Lanes 2-15 of w moved down two, and p[0], p[1] in lanes 14 and 15.
+BP_WIDE_TARGET inline __m512i slideInTwo(__m512i w, const float* p) {
+  int64_t two;
+  std::memcpy(&two, p, sizeof(two));
+  return _mm512_alignr_epi32(_mm512_set1_epi64(two), w, 2);
 }
 
 }  // namespace
@@ -110,10 +120,10 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
   if constexpr (kDeferWrites) maskScratch.resize(size_t(count) + 32);
   uint16_t* masks = maskScratch.data();
   // The first block of entry i (entries i + 1 ... i + 16) is kept in
-  // registers and slides by one lane an entry (valignd with the entry that
-  // comes in), so it costs one aligned broadcast load a column instead of a
-  // 64-byte load that crosses a cache line 15 times in 16: uniform 10^5's
-  // cell sweeps and merge went from 0.88 to 0.80 ms (bp_micro_bench
+  // registers and slides along (valignd with the entries that come in), so
+  // it costs a broadcast load a column instead of a 64-byte load that
+  // crosses a cache line 15 times in 16: uniform 10^5's cell sweeps and
+  // merge went from 0.88 to 0.80 ms (bp_micro_bench
   // SweepCellKernel/0/100000, alternating builds), clustered unchanged. It
   // reads entries begin + 1 ... begin + 16, inside the padding only for an
   // entry that exists.
@@ -128,34 +138,32 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
   __m512i wMaxZ = _mm512_loadu_si512(maxZ + begin + 1);
   __m512i wFlags =
       _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(flags + begin + 1)));
-  for (uint32_t i = begin; i < end; ++i) {
-    if (i != begin) {
-      // Entry i + 16 comes in (within the padding: i < n).
-      wMinX = slideIn(wMinX, minX[i + 16]);
-      wMinY = slideIn(wMinY, minY[i + 16]);
-      wMaxY = slideIn(wMaxY, maxY[i + 16]);
-      wMinZ = slideIn(wMinZ, minZ[i + 16]);
-      wMaxZ = slideIn(wMaxZ, maxZ[i + 16]);
-      wFlags = _mm512_alignr_epi32(_mm512_set1_epi32(flags[i + 16]), wFlags, 1);
-    }
-    const __m512 xi = _mm512_set1_ps(maxX[i]);
-    const __m512 loY = _mm512_set1_ps(minY[i]), hiY = _mm512_set1_ps(maxY[i]);
-    const __m512 loZ = _mm512_set1_ps(minZ[i]), hiZ = _mm512_set1_ps(maxZ[i]);
-    const __m512i fi = _mm512_set1_epi32(flags[i]);
+  // Entry `at`'s first block against the window, and its later blocks from
+  // entry i + 17 on. `skip` masks the window's lanes that are not its
+  // candidates (lane 0 is entry i + 1 itself when at = i + 1); the pass mask
+  // is stored (or written) shifted by them, so that bit k stands for entry
+  // at + 1 + k whatever the window.
+  auto sweepEntry = [&](uint32_t at, uint32_t i, uint32_t skip) BP_WIDE_LAMBDA {
+    const __m512 xi = _mm512_set1_ps(maxX[at]);
+    const __m512 loY = _mm512_set1_ps(minY[at]), hiY = _mm512_set1_ps(maxY[at]);
+    const __m512 loZ = _mm512_set1_ps(minZ[at]), hiZ = _mm512_set1_ps(maxZ[at]);
+    const __m512i fi = _mm512_set1_epi32(flags[at]);
     __mmask16 inX = _mm512_cmp_ps_mask(_mm512_castsi512_ps(wMinX), xi, _CMP_LE_OQ);
     {
       const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_castsi512_ps(wMinY), hiY, _CMP_LE_OQ) &
                             _mm512_cmp_ps_mask(loY, _mm512_castsi512_ps(wMaxY), _CMP_LE_OQ);
       const __mmask16 inZ = _mm512_cmp_ps_mask(_mm512_castsi512_ps(wMinZ), hiZ, _CMP_LE_OQ) &
                             _mm512_cmp_ps_mask(loZ, _mm512_castsi512_ps(wMaxZ), _CMP_LE_OQ);
-      const __mmask16 pass = inX & inY & inZ & reportedHere16(wFlags, fi);
+      const __mmask16 pass = __mmask16((inX & inY & inZ & reportedHere16(wFlags, fi)) >> skip);
       if constexpr (kDeferWrites)
-        masks[i - begin] = pass;
+        masks[at - begin] = pass;
       else
-        emitPairs(out, _mm512_set1_epi32(int(ids[i])), ids + i + 1, pass);
+        emitPairs(out, _mm512_set1_epi32(int(ids[at])), ids + at + 1, pass);
     }
+    // (When at = i + 1, its own lane 0 passes x: the later blocks start at
+    // entry i + 17 either way.)
     for (uint32_t j = i + 17; inX == 0xFFFF; j += 16) {
-      const __m512i idi = _mm512_set1_epi32(int(ids[i]));
+      const __m512i idi = _mm512_set1_epi32(int(ids[at]));
       inX = _mm512_cmp_ps_mask(_mm512_loadu_ps(minX + j), xi, _CMP_LE_OQ);
       const __mmask16 inY = _mm512_cmp_ps_mask(_mm512_loadu_ps(minY + j), hiY, _CMP_LE_OQ) &
                             _mm512_cmp_ps_mask(loY, _mm512_loadu_ps(maxY + j), _CMP_LE_OQ);
@@ -163,6 +171,24 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
                             _mm512_cmp_ps_mask(loZ, _mm512_loadu_ps(maxZ + j), _CMP_LE_OQ);
       emitPairs(out, idi, ids + j, inX & inY & inZ & reportedHere16(flags + j, fi));
     }
+  };
+  // Two entries a window: i against entries i + 1 ... i + 16 (lanes 0-15),
+  // then i + 1 against the same window's lanes 1-15, and the window slides
+  // by two. Sliding is a broadcast and an align a column, the same for one
+  // entry or two: shared, it is half the cost an entry.
+  for (uint32_t i = begin; i < end; i += 2) {
+    if (i != begin) {
+      // Entries i + 15 and i + 16 come in (within the padding: i < n).
+      wMinX = slideInTwo(wMinX, minX + i + 15);
+      wMinY = slideInTwo(wMinY, minY + i + 15);
+      wMaxY = slideInTwo(wMaxY, maxY + i + 15);
+      wMinZ = slideInTwo(wMinZ, minZ + i + 15);
+      wMaxZ = slideInTwo(wMaxZ, maxZ + i + 15);
+      wFlags = _mm512_alignr_epi32(
+          _mm512_set1_epi64(int64_t(flags[i + 15]) | int64_t(flags[i + 16]) << 32), wFlags, 2);
+    }
+    sweepEntry(i, i, 0);
+    if (i + 1 < end) sweepEntry(i + 1, i, 1);
   }
   if constexpr (kDeferWrites) {
     std::fill(masks + count, masks + count + 32, uint16_t(0));
