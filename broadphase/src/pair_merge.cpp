@@ -96,6 +96,20 @@ void sortPairsInto(std::span<const std::span<const Pair>> pieces, size_t n, Pair
     radixSort(pieces, n, scratch, out, idBits, plan);
 }
 
+void mergePairsFrom(std::span<Pair> buffer, std::vector<Pair>& out, std::vector<Pair>& scratch,
+                    uint32_t capacity) {
+  const size_t n = buffer.size();
+  const std::span<const Pair> piece(buffer);
+  const uint32_t idBits = idBitsFor(capacity);
+  const RadixPlan plan = planRadix(2 * idBits);
+  if (n < 1024 || plan.passes % 2 == 0) {
+    mergePairs(std::span(&piece, 1), out, scratch, capacity);
+    return;
+  }
+  out.resize(n);
+  radixSort(std::span(&piece, 1), n, out.data(), buffer.data(), idBits, plan);
+}
+
 // Concatenates the workers' buffers into `out` sorted by (a, b): radixSort on
 // the compact key (a << idBits) | b, which orders like Pair::key() because
 // b < 2^idBits, in digits of at most 12 bits (planRadix). Deterministic: the

@@ -469,6 +469,8 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   }
   if (threads > 1 && total >= kParallelMergeFrom)
     mergePairsParallel(scheduler, pieces_, out, sortScratch_, capacity());
+  else if (pairBuffers_.size() == 1)
+    mergePairsFrom(pairBuffers_[0].pairs(), out, sortScratch_, capacity());
   else
     mergePairs(pieces_, out, sortScratch_, capacity());
   if (threads > 1) router_.remember(out, threads);

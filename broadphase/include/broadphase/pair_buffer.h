@@ -19,6 +19,7 @@ class PairBuffer {
   bool empty() const { return size_ == 0; }
   const Pair* data() const { return storage_.data(); }
   std::span<const Pair> pairs() const { return {storage_.data(), size_}; }
+  std::span<Pair> pairs() { return {storage_.data(), size_}; }
   const Pair* begin() const { return storage_.data(); }
   const Pair* end() const { return storage_.data() + size_; }
   void clear() { size_ = 0; }
