@@ -1,4 +1,4 @@
-// mergePairs and mergePairsParallel: per-worker pair buffers into one list
+// mergePairs, mergePairsFrom and mergePairsParallel: per-worker pair buffers into one list
 // sorted by (a, b), checked against std::sort for pair counts on both sides
 // of each path's thresholds (the serial sort of small lists, one part per
 // thread, more parts than threads), uneven buffers (one holding nearly
@@ -66,6 +66,23 @@ TEST(PairMerge, SerialMatchesStdSort) {
     for (size_t n : {size_t(0), size_t(1), size_t(1000), size_t(5000), size_t(60000)}) {
       if (n > uint64_t(capacity) * (capacity - 1) / 4) continue;
       expectMerged(one, makeBuffers(n + capacity, n, capacity, 3, 0.5), capacity, false);
+    }
+}
+
+// mergePairsFrom sorts a buffer it may overwrite, using it as the second
+// array when the passes are odd: capacities of 1, 2 and 3 passes (200: 16
+// bits; 100000: 34; 2^22: 44) and counts on both sides of the serial
+// std::sort threshold.
+TEST(PairMerge, FromOneBufferMatchesStdSort) {
+  for (uint32_t capacity : {200u, 100000u, 1u << 22})
+    for (size_t n : {size_t(0), size_t(5), size_t(1023), size_t(1024), size_t(60000)}) {
+      if (n > uint64_t(capacity) * (capacity - 1) / 4) continue;
+      std::vector<Pair> buffer = makeBuffers(n * 3 + capacity, n, capacity, 1, 1.0)[0];
+      std::vector<Pair> expected = buffer;
+      std::sort(expected.begin(), expected.end());
+      std::vector<Pair> out{makePair(1, 2)}, scratch;  // `out` is overwritten
+      mergePairsFrom(buffer, out, scratch, capacity);
+      EXPECT_TRUE(out == expected) << "capacity " << capacity << ", " << n << " pairs";
     }
 }
 
