@@ -270,7 +270,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
   // proxy was told it might have left).
   constexpr uint32_t kNamedLeavers = 32;
   const uint32_t leaverCount = static_cast<uint32_t>(leavers.size());
-  const bool named = c.leaving == 0 && leaverCount <= kNamedLeavers;
+  const bool named = c.leaving == 0 && leaverCount != 0 && leaverCount <= kNamedLeavers;
   const bool compact = c.leaving != 0 || leaverCount != 0;
   c.leaving = 0;
 
