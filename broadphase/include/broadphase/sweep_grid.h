@@ -220,6 +220,8 @@ class SweepGrid {
  public:
   explicit SweepGrid(const SweepGridConfig& config = {});
 
+  // Throws Error(invalidBox), or Error(capacityExceeded) past 2^31 - 1 live
+  // proxies.
   ProxyId add(const Aabb& box, bool isStatic = false);
   void remove(ProxyId id);
   void move(ProxyId id, const Aabb& box);
