@@ -253,6 +253,14 @@ uint32_t SweepGrid::gatherSoA8(SweepCell& c, const uint64_t* order, float* const
 }
 #endif
 
+uint32_t SweepGrid::prefetchMemberBoxes(uint32_t cell) const {
+  const SweepCell& c = cells_[cell].value;
+  const uint32_t n = std::min(c.size(), kPrefetchCellCap);
+  const uint32_t* ids = c.ids.data();
+  for (uint32_t k = 0; k < n; ++k) __builtin_prefetch(&boxes_[ids[k]], 0, 2);
+  return n;
+}
+
 void SweepGrid::refreshCell(uint32_t cell) {
   // The members that leave, named by their events (scratch per thread, kept).
   thread_local std::vector<uint32_t> leaverScratch;

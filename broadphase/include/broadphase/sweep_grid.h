@@ -179,6 +179,13 @@ inline constexpr uint8_t kStartsHereMask = 0x7;
 // blocks of 8 or 16 and stop on the +inf min x of the padding (the sentinel).
 inline constexpr uint32_t kSweepPad = 16;
 
+// The refresh-and-sweep loop keeps the boxes of about kPrefetchAhead members
+// of the cells after the current one on their way to L2 (see findPairsInto),
+// taking at most kPrefetchCellCap from one cell (a crowded cell's thousands
+// would flood the miss queues and evict the cell being swept).
+inline constexpr uint32_t kPrefetchAhead = 256;
+inline constexpr uint32_t kPrefetchCellCap = 1024;
+
 // One occupied cell. Members are sorted by (min x, id) after every update.
 // keys holds six arrays of stride n + kSweepPad, in this order: min x, max x,
 // min y, max y, min z, max z (SoA, so the sweep compares 8 or 16 boxes per axis at
@@ -304,6 +311,10 @@ class SweepGrid {
   void markCellDirty(uint32_t cell);
   void markRangeDirty(const CellRange& r, uint8_t layer);
   void refreshCell(uint32_t cell);
+  // Asks for the boxes of the members `cell` had at its last refresh to be
+  // brought into L2 (at most kPrefetchCellCap of them), ahead of its
+  // refresh; returns how many were asked for.
+  uint32_t prefetchMemberBoxes(uint32_t cell) const;
   // (AVX2 builds only; declared in every build so that the class is the same
   // whatever the includer's -march.)
   uint32_t gatherSoA8(SweepCell& c, const uint64_t* order, float* const k[6], uint8_t* flags,
