@@ -261,6 +261,19 @@ uint32_t SweepGrid::prefetchMemberBoxes(uint32_t cell) const {
   return n;
 }
 
+void SweepGrid::prefetchAhead(uint32_t u, uint32_t end, BoxPrefetch& p) const {
+  // Cell u was counted in `ahead` if it was asked for (its size and dirty
+  // flag have not changed since: its refresh comes after this call).
+  const SweepCell& c = cells_[u].value;
+  if (u < p.next && c.layer == kMovingLayer && c.dirty)
+    p.ahead -= std::min(c.size(), kPrefetchCellCap);
+  p.next = std::max(p.next, u + 1);
+  for (; p.next < end && p.ahead < kPrefetchAhead; ++p.next) {
+    const SweepCell& n = cells_[p.next].value;
+    if (n.layer == kMovingLayer && n.dirty) p.ahead += prefetchMemberBoxes(p.next);
+  }
+}
+
 void SweepGrid::refreshCell(uint32_t cell) {
   // The members that leave, named by their events (scratch per thread, kept).
   thread_local std::vector<uint32_t> leaverScratch;
@@ -503,8 +516,11 @@ void SweepGrid::update(Scheduler& scheduler) {
   if (refreshAll_)
     scheduler.forEach(0, static_cast<uint32_t>(cells_.size()), 64,
                       [&](uint32_t begin, uint32_t end) {
-                        for (uint32_t cell = begin; cell < end; ++cell)
+                        BoxPrefetch prefetch{begin};
+                        for (uint32_t cell = begin; cell < end; ++cell) {
+                          prefetchAhead(cell, end, prefetch);
                           if (cells_[cell].value.dirty) refreshCell(cell);
+                        }
                       });
   finishUpdate();
 }

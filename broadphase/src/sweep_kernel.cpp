@@ -400,8 +400,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
     // the boxes of the next moving cells of this task, about kPrefetchAhead
     // members ahead, are prefetched while this one is refreshed and swept
     // (their members as of the last refresh: an entrant is missed, a leaver
-    // fetched for nothing). Cells [u + 1, next) have been prefetched, `ahead`
-    // members in all. Session 12 (a Zen 5 VM whose caches are slow and
+    // fetched for nothing). Session 12 (a Zen 5 VM whose caches are slow and
     // shared), bpbench median ms at N = 10^5, builds alternating, 5 runs
     // each: one thread uniform 2.89 -> 2.71, sizes 3.38 -> 3.29, plane 2.43
     // -> 2.34, static 0.74 -> 0.71; two threads uniform 2.47 -> 2.21, sizes
@@ -410,17 +409,11 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
     // depending on the machine's state, and the current cell's boxes just
     // before its refresh nothing. (Sessions 5-6, on the older VM, found no
     // gain in prefetching the next cell during the sweep.)
-    uint32_t next = begin, ahead = 0;
+    BoxPrefetch prefetch{begin};
     for (uint32_t u = begin; u < end; ++u) {
       const SweepCell& c = cells_[u].value;
       if (c.layer != kMovingLayer) continue;
-      if (pending) {
-        if (u < next) ahead -= std::min(c.size(), kPrefetchCellCap);
-        next = std::max(next, u + 1);
-        for (; next < end && ahead < kPrefetchAhead; ++next)
-          if (cells_[next].value.layer == kMovingLayer && cells_[next].value.dirty)
-            ahead += prefetchMemberBoxes(next);
-      }
+      if (pending) prefetchAhead(u, end, prefetch);
       if (pending && c.dirty) refreshCell(u);
       if (c.crowded) continue;  // swept below, in ranges
       sweepEntries(u, 0, c.size(), buffer);

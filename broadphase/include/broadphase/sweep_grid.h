@@ -315,6 +315,14 @@ class SweepGrid {
   // brought into L2 (at most kPrefetchCellCap of them), ahead of its
   // refresh; returns how many were asked for.
   uint32_t prefetchMemberBoxes(uint32_t cell) const;
+  // The prefetch of a loop that refreshes the dirty moving cells of
+  // [first, end) in order: called before cell u's refresh, it keeps about
+  // kPrefetchAhead members of the next dirty moving cells asked for.
+  struct BoxPrefetch {
+    uint32_t next;       // cells (u, next) have been asked for
+    uint32_t ahead = 0;  // their members asked for
+  };
+  void prefetchAhead(uint32_t u, uint32_t end, BoxPrefetch& p) const;
   // (AVX2 builds only; declared in every build so that the class is the same
   // whatever the includer's -march.)
   uint32_t gatherSoA8(SweepCell& c, const uint64_t* order, float* const k[6], uint8_t* flags,
