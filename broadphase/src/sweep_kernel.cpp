@@ -405,10 +405,12 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
     // each: one thread uniform 2.89 -> 2.71, sizes 3.38 -> 3.29, plane 2.43
     // -> 2.34, static 0.74 -> 0.71; two threads uniform 2.47 -> 2.21, sizes
     // 3.04 -> 2.83, static 0.61 -> 0.57; clustered within 1 % (phase
-    // timers). Prefetching only the next cell gained 1-7 % on uniform,
-    // depending on the machine's state, and the current cell's boxes just
-    // before its refresh nothing. (Sessions 5-6, on the older VM, found no
-    // gain in prefetching the next cell during the sweep.)
+    // timers); in a later, faster stretch uniform read the same both ways
+    // (2.54-2.73 ms, 8 runs each): it pays when memory is slow, and costs
+    // little when it is not. Prefetching only the next cell gained 1-7 % on
+    // uniform, depending on the machine's state, and the current cell's
+    // boxes just before its refresh nothing. (Sessions 5-6, on the older VM,
+    // found no gain in prefetching the next cell during the sweep.)
     BoxPrefetch prefetch{begin};
     for (uint32_t u = begin; u < end; ++u) {
       const SweepCell& c = cells_[u].value;
