@@ -11,7 +11,15 @@
 #include <vector>
 
 namespace bpbench {
-namespace {
+
+bool firstTwoCpus(int cpus[2]) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+  int found = 0;
+  for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+  return found == 2;
+}
 
 bool pinTo(pthread_t thread, int cpu) {
   cpu_set_t set;
@@ -20,15 +28,11 @@ bool pinTo(pthread_t thread, int cpu) {
   return pthread_setaffinity_np(thread, sizeof set, &set) == 0;
 }
 
-}  // namespace
-
 double measureCoreRoundTripNs() {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-  int cpus[2], found = 0;
-  for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
-  if (found < 2) return -1;
+  int cpus[2];
+  if (!firstTwoCpus(cpus)) return -1;
 
   constexpr int kBatches = 9, kTrips = 2000;
   // 0: the caller's turn is over (echo must answer); 1: echo answered; -1: stop.

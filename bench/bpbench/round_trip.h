@@ -6,7 +6,15 @@
 // so that it can keep only the rounds measured in a good window.
 #pragma once
 
+#include <pthread.h>
+
 namespace bpbench {
+
+// The first two CPUs of this process's affinity mask; false with fewer.
+bool firstTwoCpus(int cpus[2]);
+
+// Pins `thread` to `cpu`; false when the system refuses.
+bool pinTo(pthread_t thread, int cpu);
 
 // Median ns of a flag bounced between the first two CPUs of this process's
 // affinity mask (a few milliseconds of spinning); -1 with fewer than two.

@@ -18,12 +18,10 @@
 // shrinks when its neighbours are busy), the other core's from its L2. So the
 // answer is a reading of the machine's state, like CoreRoundTrip: run them
 // together, beside the measurement they are meant to explain.
+#include "../bpbench/round_trip.h"
 #include "../bpbench/stats.h"
 
 #include <benchmark/benchmark.h>
-
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -42,23 +40,11 @@ struct alignas(32) Box {
   float v[8];
 };
 
-bool firstTwoCpus(int cpus[2]) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
-  int found = 0;
-  for (int c = 0; c < CPU_SETSIZE && found < 2; ++c)
-    if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
-  return found == 2;
-}
-
 // Runs fn on a thread pinned to `cpu` and waits for it.
 template <class Fn>
 void runOn(int cpu, Fn&& fn) {
   std::thread t([&] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    bpbench::pinTo(pthread_self(), cpu);
     fn();
   });
   t.join();
@@ -89,7 +75,7 @@ double gatherNs(const std::vector<Box>& boxes, const std::vector<uint32_t>& orde
 
 void CrossCoreGather(benchmark::State& state) {
   int cpus[2];
-  if (!firstTwoCpus(cpus)) {
+  if (!bpbench::firstTwoCpus(cpus)) {
     state.SkipWithError("needs two CPUs");
     return;
   }
