@@ -262,16 +262,17 @@ uint32_t SweepGrid::prefetchMemberBoxes(uint32_t cell) const {
 }
 
 void SweepGrid::prefetchAhead(uint32_t u, uint32_t end, BoxPrefetch& p) const {
-  // Cell u was counted in `ahead` if it was asked for (its size and dirty
-  // flag have not changed since: its refresh comes after this call).
-  const SweepCell& c = cells_[u].value;
-  if (u < p.next && c.layer == kMovingLayer && c.dirty)
-    p.ahead -= std::min(c.size(), kPrefetchCellCap);
+  // The members a cell gets asked for: only a dirty moving cell is refreshed.
+  // Cell u's count is the same now as when it was asked for (its size and
+  // dirty flag change in its refresh, which comes after this call), so
+  // `ahead` gives back exactly what it took.
+  auto askedFor = [](const SweepCell& c) {
+    return c.layer == kMovingLayer && c.dirty ? std::min(c.size(), kPrefetchCellCap) : 0u;
+  };
+  if (u < p.next) p.ahead -= askedFor(cells_[u].value);
   p.next = std::max(p.next, u + 1);
-  for (; p.next < end && p.ahead < kPrefetchAhead; ++p.next) {
-    const SweepCell& n = cells_[p.next].value;
-    if (n.layer == kMovingLayer && n.dirty) p.ahead += prefetchMemberBoxes(p.next);
-  }
+  for (; p.next < end && p.ahead < kPrefetchAhead; ++p.next)
+    if (askedFor(cells_[p.next].value) != 0) p.ahead += prefetchMemberBoxes(p.next);
 }
 
 void SweepGrid::refreshCell(uint32_t cell) {
