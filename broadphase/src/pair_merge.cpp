@@ -85,6 +85,10 @@ uint32_t idBitsFor(uint32_t capacity) {
   return idBits;
 }
 
+bool radixPassesOdd(uint32_t capacity) {
+  return planRadix(2 * idBitsFor(capacity)).passes % 2 == 1;
+}
+
 void sortPairsInto(std::span<const std::span<const Pair>> pieces, size_t n, Pair* out,
                    Pair* scratch, uint32_t capacity) {
   const uint32_t idBits = idBitsFor(capacity);

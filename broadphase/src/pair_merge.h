@@ -48,6 +48,11 @@ uint32_t idBitsFor(uint32_t capacity);
 // a part.
 void sortPairsInto(std::span<const std::span<const Pair>> pieces, size_t n, Pair* out,
                    Pair* scratch, uint32_t capacity);
+// Whether sortPairsInto's passes are odd in number for this capacity (34-bit
+// keys at N = 10^5: three). Then the first pass, which reads every piece,
+// writes `out`, and `scratch` is first written after it: the storage of a
+// piece may then serve as the scratch array.
+bool radixPassesOdd(uint32_t capacity);
 
 // mergePairs for a single buffer that may be overwritten: when the radix
 // passes are odd in number, the buffer itself is their second array (the

@@ -37,6 +37,13 @@ class PairBuffer {
     *writable(1) = p;
     ++size_;
   }
+  // The storage from its start, grown to hold at least n pairs (the size()
+  // pairs kept): for a sort that uses a buffer it has finished reading as
+  // its scratch array.
+  Pair* storageFor(size_t n) {
+    if (storage_.size() < n) grow(n - size_);
+    return storage_.data();
+  }
   size_t memoryBytes() const { return storage_.capacity() * sizeof(Pair); }
 
  private:
