@@ -3,8 +3,12 @@
 // 40 us in all; the time until another worker starts a part is the wake-up
 // latency that docs/threading.md ("Sleeping workers") tabulates. Parts the
 // caller finishes alone count as "missed".
+// WakeCall: what waking costs the thread that wakes: after the same serial
+// gap, the time Scheduler::wake() takes to return (an enqueue, which makes
+// oneTBB wake a sleeping worker with a system call). A fork to sleeping
+// workers pays the same on the calling thread before its first part.
 //
-//   build/release/bench/bp_micro_bench --benchmark_filter=WorkerWake
+//   build/release/bench/bp_micro_bench --benchmark_filter='WorkerWake|WakeCall'
 #include "../bpbench/stats.h"
 
 #include <broadphase/jobs/scheduler.h>
@@ -52,5 +56,20 @@ void WorkerWake(benchmark::State& state) {
   state.counters["missed"] = missed;
 }
 BENCHMARK(WorkerWake)->Arg(10)->Arg(30)->Arg(100)->Arg(1000)->Iterations(200)->UseRealTime();
+
+void WakeCall(benchmark::State& state) {
+  bp::Scheduler scheduler(2);
+  const std::chrono::microseconds gap(state.range(0));
+  std::vector<double> callUs;
+  for (auto _ : state) {
+    spinFor(gap);
+    const auto t0 = Clock::now();
+    scheduler.wake();
+    callUs.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  state.counters["call_us_p50"] = bpbench::percentile(callUs, 50);
+  state.counters["call_us_p90"] = bpbench::percentile(callUs, 90);
+}
+BENCHMARK(WakeCall)->Arg(10)->Arg(100)->Arg(1000)->Iterations(200)->UseRealTime();
 
 }  // namespace
