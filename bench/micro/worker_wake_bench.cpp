@@ -5,9 +5,13 @@
 // caller finishes alone count as "missed".
 // WakeCall: what waking costs the thread that wakes: after the same serial
 // gap, the time Scheduler::wake() takes to return (an enqueue, after which
-// oneTBB wakes a sleeping worker). Session 13, Zen 5 VM: 0.05-0.55 us, so
-// what a frame loses to a sleeping worker is the worker's lateness, not
-// time taken from the caller.
+// oneTBB wakes a sleeping worker). Session 13, Zen 5 VM: 0.1 us after gaps
+// of 10-100 us (the worker still spinning), 7.3-8.0 us (p50) after 1-10 ms,
+// in most runs (one early run read 0.17 us at 1 ms). Inside a two-thread
+// `static` 10^5 frame the first fork's entry took the caller 25-30 k TSC
+// cycles (12-15 us) before its first part when the worker slept (rdtsc
+// trace, docs/threading.md "Sleeping workers"): the price of waking falls
+// on the thread that wakes.
 //
 //   build/release/bench/bp_micro_bench --benchmark_filter='WorkerWake|WakeCall'
 #include "../bpbench/stats.h"
@@ -71,6 +75,13 @@ void WakeCall(benchmark::State& state) {
   state.counters["call_us_p50"] = bpbench::percentile(callUs, 50);
   state.counters["call_us_p90"] = bpbench::percentile(callUs, 90);
 }
-BENCHMARK(WakeCall)->Arg(10)->Arg(100)->Arg(1000)->Iterations(200)->UseRealTime();
+BENCHMARK(WakeCall)
+    ->Arg(10)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Arg(3000)
+    ->Arg(10000)
+    ->Iterations(100)
+    ->UseRealTime();
 
 }  // namespace
