@@ -61,40 +61,49 @@ void expectRoutedAndMerged(Scheduler& scheduler, PairRouter& router, const std::
                                << scheduler.threadCount() << ", parts " << router.partCount();
 }
 
+// Every test runs with the AVX-512 split (where the CPU has it) and with the
+// scalar loops.
 TEST(PairRouter, MergedEqualsStdSortFrameAfterFrame) {
-  for (int threads : {1, 2, 3, 8}) {
-    Scheduler scheduler(threads);
-    for (uint32_t capacity : {200u, 100000u, 1u << 22})
-      for (size_t n : {size_t(0), size_t(17), size_t(5000), size_t(70000), size_t(300000)}) {
-        if (n > uint64_t(capacity) * (capacity - 1) / 8) continue;
-        PairRouter router;
-        // Frame 1 guesses the cuts; frame 2 cuts by frame 1's pairs; frame 3's
-        // pairs all lie above where frame 2 cut (one part gets them all);
-        // frame 4 has no pairs, frame 5 some again.
-        expectRoutedAndMerged(scheduler, router, makePairs(n, n, 0, capacity, capacity), capacity,
-                              1000);
-        expectRoutedAndMerged(scheduler, router, makePairs(n + 1, n, 0, capacity, capacity),
-                              capacity, 333);
-        expectRoutedAndMerged(scheduler, router,
-                              makePairs(n + 2, n, capacity / 2, capacity, capacity), capacity,
-                              4096);
-        expectRoutedAndMerged(scheduler, router, {}, capacity, 1);
-        expectRoutedAndMerged(scheduler, router, makePairs(n + 3, n, 0, capacity, capacity),
-                              capacity, 100000);
-      }
-  }
+  for (bool wide : {true, false})
+    for (int threads : {1, 2, 3, 8}) {
+      Scheduler scheduler(threads);
+      for (uint32_t capacity : {200u, 100000u, 1u << 22})
+        for (size_t n : {size_t(0), size_t(17), size_t(5000), size_t(70000), size_t(300000)}) {
+          if (n > uint64_t(capacity) * (capacity - 1) / 8) continue;
+          PairRouter router;
+          router.useWideRoute(wide);
+          // Frame 1 guesses the cuts; frame 2 cuts by frame 1's pairs; frame 3's
+          // pairs all lie above where frame 2 cut (one part gets them all);
+          // frame 4 has no pairs, frame 5 some again.
+          expectRoutedAndMerged(scheduler, router, makePairs(n, n, 0, capacity, capacity), capacity,
+                                1000);
+          expectRoutedAndMerged(scheduler, router, makePairs(n + 1, n, 0, capacity, capacity),
+                                capacity, 333);
+          expectRoutedAndMerged(scheduler, router,
+                                makePairs(n + 2, n, capacity / 2, capacity, capacity), capacity,
+                                4096);
+          expectRoutedAndMerged(scheduler, router, {}, capacity, 1);
+          expectRoutedAndMerged(scheduler, router, makePairs(n + 3, n, 0, capacity, capacity),
+                                capacity, 100000);
+        }
+    }
 }
 
 TEST(PairRouter, OneSharedLowerIdAmongThousands) {
   // A huge box of low id pairs with everything (the `sizes` scene): every
   // cut falls on the same a.
-  Scheduler scheduler(2);
-  PairRouter router;
-  std::vector<Pair> pairs;
-  for (uint32_t b = 4; b < 60000; ++b) pairs.push_back({3, b});
-  std::shuffle(pairs.begin(), pairs.end(), std::mt19937_64(5));
-  for (int frame = 0; frame < 3; ++frame)
-    expectRoutedAndMerged(scheduler, router, pairs, 60000, 700);
+  for (int threads : {2, 8}) {
+    Scheduler scheduler(threads);
+    for (bool wide : {true, false}) {
+      PairRouter router;
+      router.useWideRoute(wide);
+      std::vector<Pair> pairs;
+      for (uint32_t b = 4; b < 60000; ++b) pairs.push_back({3, b});
+      std::shuffle(pairs.begin(), pairs.end(), std::mt19937_64(5));
+      for (int frame = 0; frame < 3; ++frame)
+        expectRoutedAndMerged(scheduler, router, pairs, 60000, 700);
+    }
+  }
 }
 
 TEST(PairRouter, ThreadCountAndCapacityMayChangeBetweenFrames) {

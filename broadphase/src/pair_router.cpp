@@ -2,9 +2,12 @@
 #include <broadphase/pair_router.h>
 
 #include "pair_merge.h"
+#include "pair_route_wide.h"
+#include "sweep_kernel_wide.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 
 namespace bp {
@@ -23,6 +26,20 @@ void PairRouter::begin(int threads, uint32_t capacity) {
       const uint64_t first = uint64_t(bin) << binShift_;
       partOfBin_[bin] =
           uint8_t(std::upper_bound(cuts_.begin(), cuts_.end(), first) - cuts_.begin());
+    }
+  }
+  if (parts_ <= kWideParts) {
+    firstA_[0] = 0;
+    for (uint32_t q = 1; q < parts_; ++q) {
+      if (parts_ == 2) {
+        firstA_[q] = cuts_[0];
+        continue;
+      }
+      uint32_t bin = 0;
+      while (bin < kBins && partOfBin_[bin] < q) ++bin;
+      // No bin in part q or after: empty, and no id reaches the start.
+      firstA_[q] =
+          bin < kBins ? uint32_t(uint64_t(bin) << binShift_) : std::numeric_limits<uint32_t>::max();
     }
   }
   workers_.forEachSlot([&](std::vector<PairBuffer>& w) {
@@ -51,7 +68,21 @@ void PairRouter::route(PairBuffer& buffer) {
   constexpr size_t kBlock = 512;
   const Pair* p = buffer.begin();
   const Pair* const end = buffer.end();
-  if (parts == 2) {
+  if (wide_ && parts >= 2 && parts <= kWideParts) {
+    Pair* at[kWideParts];
+    while (p != end) {
+      const size_t k = std::min<size_t>(size_t(end - p), kBlock);
+      for (uint32_t q = 0; q < parts; ++q) at[q] = out[q].writable(k + 8);
+      const Pair* const stop = p + k;
+      p = wide::routePairs(p, stop, at, firstA_.data(), parts);
+      for (; p != stop; ++p) {  // the last few, one by one
+        uint32_t q = parts - 1;
+        while (p->a < firstA_[q]) --q;
+        *at[q]++ = *p;
+      }
+      for (uint32_t q = 0; q < parts; ++q) out[q].setEnd(at[q]);
+    }
+  } else if (parts == 2) {
     // Two threads: one compare a pair, both write positions in registers,
     // and the position picked by arithmetic (a branch on the part would be
     // mispredicted for about every other pair).
@@ -142,6 +173,11 @@ void PairRouter::remember(std::span<const Pair> sorted, int threads) {
   cuts_.resize(parts - 1);
   for (uint32_t q = 1; q < parts; ++q) cuts_[q - 1] = sorted[n * q / parts].a;
   cutsFromPairs_ = true;
+}
+
+bool PairRouter::wideRouteAvailable() {
+  static_assert(kWideParts == wide::kMaxRouteParts);
+  return wide::available();
 }
 
 bool PairRouter::worthRouting(int threads) const {

@@ -4,35 +4,16 @@
 // that away.
 #include "sweep_kernel_wide.h"
 
+#include "wide_target.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define BP_HAVE_WIDE_KERNEL 1
-#include <immintrin.h>
-#endif
-
-// GCC 12's AVX-512 headers pass _mm512_undefined_epi32() as the unused source
-// of unmasked intrinsics, which -Wmaybe-uninitialized reports at every call
-// site (-Wuninitialized where the call is in a lambda); nothing here reads
-// an undefined lane.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
 namespace bp::wide {
 
 #if defined(BP_HAVE_WIDE_KERNEL)
-
-#define BP_WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,popcnt")))
-// For a lambda inside a wide function: it does not inherit the target, and it
-// must be inlined to keep the captured windows in registers (called, the
-// kernel ran 28 % slower on uniform 10^5).
-#define BP_WIDE_LAMBDA \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,popcnt"), always_inline))
 
 bool available() {
   static const bool yes = [] {

@@ -51,10 +51,17 @@ class PairRouter {
   bool worthRouting(int threads) const;
   void remember(std::span<const Pair> sorted, int threads);
   uint32_t partCount() const { return parts_; }
+  // For tests: false routes with the scalar loops even where the CPU has
+  // AVX-512 (the routed pairs are the same either way).
+  void useWideRoute(bool wide) { wide_ = wide && wideRouteAvailable(); }
   size_t memoryBytes() const;
 
  private:
   static constexpr uint32_t kBins = 256;
+  // Up to this many parts, route() splits eight pairs a step in AVX-512 where
+  // the CPU has it (pair_route_wide.h).
+  static constexpr uint32_t kWideParts = 8;
+  static bool wideRouteAvailable();
   void guessCuts(uint32_t parts, uint32_t capacity);
 
   PerWorker<std::vector<PairBuffer>> workers_;  // a worker's pairs, by part
@@ -65,6 +72,10 @@ class PairRouter {
   // More than two parts: the part of a pair by the bin of its top 8 bits of
   // `a`, each bin in the part of its first id (parts stay ordered ranges).
   std::array<uint8_t, kBins> partOfBin_{};
+  // The smallest `a` of each part, the same ranges as cuts_ (two parts) or
+  // partOfBin_ (more): for the wide route, up to kWideParts parts.
+  std::array<uint32_t, kWideParts> firstA_{};
+  bool wide_ = wideRouteAvailable();
   uint32_t parts_ = 1;
   int threads_ = 0;
   uint32_t binShift_ = 0;
