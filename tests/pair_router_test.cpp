@@ -4,7 +4,7 @@
 // ids than the cuts were made for, one `a` shared by thousands of pairs,
 // few pairs (the one-thread sort), many (more parts than threads, routed
 // through the bin table), a thread count or capacity that changed between
-// frames.
+// frames; the AVX-512 split of the pairs and the scalar one.
 #include <broadphase/jobs/scheduler.h>
 #include <broadphase/pair_router.h>
 
@@ -61,8 +61,8 @@ void expectRoutedAndMerged(Scheduler& scheduler, PairRouter& router, const std::
                                << scheduler.threadCount() << ", parts " << router.partCount();
 }
 
-// Every test runs with the AVX-512 split (where the CPU has it) and with the
-// scalar loops.
+// This test and the next run with the AVX-512 split (where the CPU has it)
+// and with the scalar loops: up to eight parts take the first.
 TEST(PairRouter, MergedEqualsStdSortFrameAfterFrame) {
   for (bool wide : {true, false})
     for (int threads : {1, 2, 3, 8}) {
