@@ -13,6 +13,7 @@
 //   build/release/bench/bp_micro_bench --benchmark_filter=ParallelCeiling
 #include "../bpbench/round_trip.h"
 #include "../bpbench/stats.h"
+#include "sweep_scene.h"
 
 #include <broadphase/jobs/scheduler.h>
 #include <broadphase/scene.h>
@@ -38,30 +39,22 @@ struct World {
   SweepGrid grid;
   Scheduler scheduler{1};
   std::vector<ProxyId> all;
-  std::vector<ProxyId> ids;
-  std::vector<Aabb> boxes;
+  MovingSet moving;
   std::vector<Pair> pairs;
 
   World(SceneKind kind, uint32_t n, uint64_t seed) : scene(makeScene(kind, n, seed)) {
-    all.resize(scene.n);
-    for (uint32_t i = 0; i < scene.n; ++i) all[i] = grid.add(scene.boxes[i], scene.isStatic[i]);
+    all = addAll(grid, scene);
     grid.findPairs(scheduler, pairs);
   }
 
   // The untimed part: the scene's motion and the gathering of the moves.
   void step() {
     scene.step();
-    ids.clear();
-    boxes.clear();
-    for (uint32_t i = 0; i < scene.n; ++i)
-      if (!scene.isStatic[i]) {
-        ids.push_back(all[i]);
-        boxes.push_back(scene.boxes[i]);
-      }
+    gatherMoving(scene, all, moving);
   }
 
   void frame() {
-    grid.move(ids, boxes);
+    grid.move(moving.ids, moving.boxes);
     grid.findPairs(scheduler, pairs);
     benchmark::DoNotOptimize(pairs.data());
   }

@@ -10,6 +10,8 @@
 //   SweepRayClosest/<N>: closest-hit rays of SCENES.md, rays/s in items/s.
 //   PerWorkerBuffers/<padded>: workers appending pairs to their own vectors,
 //     with the vector headers padded (PerWorker) or packed side by side.
+#include "sweep_scene.h"
+
 #include <broadphase/jobs/per_worker.h>
 #include <broadphase/jobs/scheduler.h>
 #include <broadphase/scene.h>
@@ -21,27 +23,6 @@
 
 namespace bp {
 namespace {
-
-struct MovingSet {
-  std::vector<ProxyId> ids;
-  std::vector<Aabb> boxes;
-};
-
-std::vector<ProxyId> addAll(SweepGrid& grid, const Scene& scene) {
-  std::vector<ProxyId> ids(scene.n);
-  for (uint32_t i = 0; i < scene.n; ++i) ids[i] = grid.add(scene.boxes[i], scene.isStatic[i]);
-  return ids;
-}
-
-void gatherMoving(const Scene& scene, const std::vector<ProxyId>& all, MovingSet& m) {
-  m.ids.clear();
-  m.boxes.clear();
-  for (uint32_t i = 0; i < scene.n; ++i)
-    if (!scene.isStatic[i]) {
-      m.ids.push_back(all[i]);
-      m.boxes.push_back(scene.boxes[i]);
-    }
-}
 
 void SweepFrame(benchmark::State& state) {
   const auto kind = SceneKind(state.range(0));

@@ -8,7 +8,7 @@
 // oneTBB wakes a sleeping worker). Session 13, Zen 5 VM: 0.1 us after gaps
 // of 10-100 us (the worker still spinning), 7.3-8.0 us (p50) after 1-10 ms,
 // in most runs (one early run read 0.17 us at 1 ms). Inside a two-thread
-// `static` 10^5 frame the first fork's entry took the caller 25-30 k TSC
+// `static` 10^5 frame the first fork's entry took the caller 25-31 k TSC
 // cycles (12-15 us) before its first part when the worker slept (rdtsc
 // trace, docs/threading.md "Sleeping workers"): the price of waking falls
 // on the thread that wakes.
