@@ -2,9 +2,12 @@
 # Runs the two-thread scaling sets of the README ("Two threads", session 10)
 # only in quiet stretches of a noisy VM: a set starts when one core round
 # trip is under 150 ns and a one-thread `static` 10^5 probe runs under
-# PROBE_MS, and then runs every scene with and without --wake-workers
-# (`bpbench scaling --repeat 5 --max-round-trip 150`, which gates each round
-# again). Appends each set's table to the log; stop it with Ctrl-C.
+# PROBE_MS, and then runs every scene three ways: as bpbench does by default
+# (the scene stepped on the workers, as an engine's integration), with
+# --serial-step (stepped on the calling thread: the workers idle before each
+# frame), and with --serial-step --wake-workers (`bpbench scaling --repeat 5
+# --max-round-trip 150`, which gates each round again). Appends each set's
+# table to the log; stop it with Ctrl-C.
 #
 #   scripts/quiet_scaling.sh [--bpbench PATH] [--log FILE] [--probe-ms MS] [--sets K]
 #
@@ -39,10 +42,10 @@ while [[ $sets -eq 0 || $done_sets -lt $sets ]]; do
     continue
   fi
   for scene in static sizes uniform; do
-    for wake in "" --wake-workers; do
-      echo "== $scene ${wake:-no-wake} (probe $ms ms)" >> "$log"
+    for mode in "" "--serial-step" "--serial-step --wake-workers"; do
+      echo "== $scene ${mode:-default} (probe $ms ms)" >> "$log"
       "$bpbench" scaling --scene "$scene" --n 100000 --threads 1,2 --frames 30 --backend sweep \
-        --repeat 5 --max-round-trip 150 $wake --quiet >> "$log" 2>&1 || true
+        --repeat 5 --max-round-trip 150 $mode --quiet >> "$log" 2>&1 || true
     done
   done
   done_sets=$((done_sets + 1))

@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace bp {
 namespace {
@@ -59,6 +60,29 @@ TEST(Scene, MotionStaysInsideTheDomain) {
         EXPECT_GE(c[a], 0.0f) << sceneName(kind);
         EXPECT_LT(c[a], scene.bounds[a]) << sceneName(kind);
       }
+  }
+}
+
+// stepRange over ranges that cover the scene, in any order, is step(): the
+// benchmark steps its scene this way on the workers.
+TEST(Scene, StepInRangesIsStep) {
+  for (SceneKind kind : kAllScenes) {
+    Scene whole = makeScene(kind, 3000);
+    Scene ranged = whole;
+    for (int f = 0; f < 20; ++f) {
+      whole.step();
+      const uint32_t cut1 = 1000 + 37 * uint32_t(f), cut2 = 2500;
+      ranged.stepRange(cut2, ranged.n);
+      ranged.stepRange(0, cut1);
+      ranged.stepRange(cut1, cut2);
+      ++ranged.frame;
+    }
+    ASSERT_EQ(whole.frame, ranged.frame);
+    for (uint32_t i = 0; i < whole.n; ++i) {
+      ASSERT_EQ(std::memcmp(&whole.boxes[i], &ranged.boxes[i], sizeof(Aabb)), 0)
+          << sceneName(kind) << " box " << i;
+      ASSERT_EQ(std::memcmp(&whole.velocities[i], &ranged.velocities[i], sizeof(Vec3)), 0);
+    }
   }
 }
 

@@ -20,7 +20,7 @@ const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "list"};
 const std::map<std::string, std::set<std::string>> kAllowed = {
     {"pairs",
      {"scene", "n", "frames", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
-      "!no-fork", "!wake-workers"}},
+      "!no-fork", "!wake-workers", "!serial-step"}},
     {"rays",
      {"n", "rays", "query", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
       "!no-fork"}},
@@ -28,7 +28,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
     {"scaling",
      {"scene", "n", "frames", "threads", "backend", "seed", "repeat", "max-round-trip", "format",
-      "plot", "!quiet", "!no-fork", "!wake-workers"}},
+      "plot", "!quiet", "!no-fork", "!wake-workers", "!serial-step"}},
     {"list", {"format", "!quiet"}},
 };
 
@@ -190,6 +190,10 @@ common options:
   --wake-workers            pairs, scaling: before each frame, after the scene step
                             (untimed), wake the backend's workers as an engine would
                             when its frame's serial part starts (Scheduler::wake)
+  --serial-step             pairs, scaling: step the scene and stage the moves on the
+                            calling thread alone (untimed; by default they run on the
+                            workers, as an engine's integration), so that the workers
+                            idle before each frame and may be asleep when it starts
 
 defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
 hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
@@ -303,6 +307,7 @@ Options parseArgs(int argc, char** argv) {
   o.quiet = has("quiet");
   o.noFork = has("no-fork");
   o.wakeWorkers = has("wake-workers");
+  o.serialStep = has("serial-step");
   if (has("rays"))
     o.rays = static_cast<uint32_t>(parseInteger("rays", values["rays"], 1, 100000000));
   if (has("query")) {

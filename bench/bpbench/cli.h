@@ -36,6 +36,7 @@ struct Options {
   bool quiet = false;
   bool noFork = false;
   bool wakeWorkers = false;  // pairs, scaling: wake the workers before each frame
+  bool serialStep = false;   // pairs, scaling: step the scene on the calling thread alone
 };
 
 // Parses argv (without the program name). Throws UsageError.

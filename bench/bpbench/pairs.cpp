@@ -6,6 +6,7 @@
 #include "memory.h"
 #include "plot.h"
 #include "progress.h"
+#include "scene_step.h"
 #include "stats.h"
 #include "table.h"
 
@@ -67,11 +68,12 @@ void measure(const PairsSpec& spec, Bytes& out) {
   const auto t0 = Clock::now();
   progress.during("building", [&] { backend->build(scene, scheduler); });
   r.buildMs = msSince(t0);
+  Scheduler callerOnly(1);  // --serial-step's staging
   for (uint32_t f = 1; f <= spec.frames; ++f) {
-    scene.step();
+    stepScene(scene, scheduler, spec.serialStep);
     if (spec.wakeWorkers) backend->wakeWorkers(scheduler);
     for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];
-    backend->stageMoves(moving, scheduler);
+    backend->stageMoves(moving, spec.serialStep ? callerOnly : scheduler);
 
     const auto start = Clock::now();
     backend->move(moving, moved, scheduler);
@@ -154,8 +156,8 @@ int commandPairs(const Options& o) {
       std::vector<PairsResult> results;
       results.reserve(o.backends.size());
       for (const BackendInfo* b : o.backends) {
-        PairsSpec spec{b,       o.scene, n,       o.seed,   o.frames,
-                       threads, o.check, o.quiet, o.noFork, o.wakeWorkers};
+        PairsSpec spec{b,       o.scene, n,        o.seed,        o.frames,    threads,
+                       o.check, o.quiet, o.noFork, o.wakeWorkers, o.serialStep};
         PairsResult r;
         try {
           r = runPairs(spec);

@@ -23,6 +23,9 @@ struct PairsSpec {
   // Wake the workers after the scene step, before the moves are gathered
   // (untimed), as an engine would when its frame's serial part starts.
   bool wakeWorkers = false;
+  // Step the scene and stage the moves on the calling thread alone (untimed;
+  // scene_step.h): the workers idle before every frame and may sleep.
+  bool serialStep = false;
 };
 
 inline constexpr uint32_t kBruteCheckLimit = 20000;

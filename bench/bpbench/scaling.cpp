@@ -49,8 +49,8 @@ int commandScaling(const Options& o) {
     std::vector<char> ok(nb * nt, 0);
     for (size_t b = 0; b < nb; ++b) {
       for (size_t t = 0; t < nt; ++t) {
-        PairsSpec spec{o.backends[b], o.scene, o.ns[0], o.seed,   o.frames,
-                       o.threads[t],  false,   o.quiet, o.noFork, o.wakeWorkers};
+        PairsSpec spec{o.backends[b], o.scene, o.ns[0],  o.seed,        o.frames,    o.threads[t],
+                       false,         o.quiet, o.noFork, o.wakeWorkers, o.serialStep};
         try {
           round[b * nt + t] = runPairs(spec);
           ok[b * nt + t] = 1;
@@ -177,6 +177,10 @@ int commandScaling(const Options& o) {
     notes.push_back(
         "--wake-workers: each frame's workers were woken after the scene step, before the "
         "moves were gathered (untimed).");
+  if (o.serialStep)
+    notes.push_back(
+        "--serial-step: the scene was stepped and the moves staged on the calling thread "
+        "alone (untimed), so each frame's workers had idled through it.");
   if (serialPeer)
     notes.push_back("note: peers and the oracle run on one thread; their scaling is flat.");
   printRows(rows, o.format,

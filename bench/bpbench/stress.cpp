@@ -5,6 +5,7 @@
 #include "memory.h"
 #include "plot.h"
 #include "progress.h"
+#include "scene_step.h"
 #include "stats.h"
 #include "table.h"
 
@@ -83,7 +84,7 @@ int commandStress(const Options& o) {
     // Stop before a frame that would end past the deadline (at least one).
     if (frames > 0 && (elapsed + lastMs / 1e3 > o.seconds || interrupted)) break;
 
-    scene.step();
+    stepScene(scene, scheduler, false);
     for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];
     backend->stageMoves(moving, scheduler);
     for (uint32_t j = 0; j < churn; ++j) {

@@ -151,7 +151,12 @@ Scene makeScene(SceneKind kind, uint32_t n, uint64_t seed) {
 }
 
 void Scene::step() {
-  for (uint32_t i = 0; i < n; ++i) {
+  stepRange(0, n);
+  ++frame;
+}
+
+void Scene::stepRange(uint32_t begin, uint32_t end) {
+  for (uint32_t i = begin; i < end; ++i) {
     if (isStatic[i]) continue;
     Vec3& c = centers[i];
     Vec3& v = velocities[i];
@@ -168,7 +173,6 @@ void Scene::step() {
     }
     boxes[i] = boxOf(c, extents[i]);
   }
-  ++frame;
 }
 
 uint32_t Scene::movingCount() const {

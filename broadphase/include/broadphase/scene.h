@@ -49,6 +49,11 @@ struct Scene {
   /// Advances one frame of motion: every moving box moves by its velocity,
   /// reflecting off the domain walls, and its box is recomputed.
   void step();
+  /// The motion of step() for boxes [begin, end) only; `frame` is not
+  /// advanced. Each box moves on its own, so ranges that cover [0, n) once,
+  /// run in any order or at once on several threads, give step()'s boxes bit
+  /// for bit (an engine's integration runs this way on its workers).
+  void stepRange(uint32_t begin, uint32_t end);
   uint32_t movingCount() const;
 };
 
