@@ -78,6 +78,10 @@ int main(int argc, char** argv) {
   std::vector<bp::ProxyId> ids;
   std::vector<bp::Aabb> boxes;
   for (int frame = 0; frame < frames; ++frame) {
+    // This integration runs on this thread alone, so the broadphase's workers
+    // idle through it and may fall asleep: wake them now, while it runs, and
+    // not at update() (docs/threading.md, "Sleeping workers").
+    broadphase.wakeWorkers();
     ids.clear();
     boxes.clear();
     for (Body& b : bodies) {
