@@ -18,6 +18,10 @@ struct BroadPhase::Side {
   std::unique_ptr<SweepGrid> sweep;
   std::vector<uint32_t> outer;  // structure slot -> proxy index (kNullIndex when free)
   std::vector<Pair> pairs;      // this frame's pairs, in structure slots
+  /// Slots that map to a proxy of another index. While 0 (no churn has
+  /// shuffled slots since the structure was built), slot == proxy index and
+  /// the structure's pairs are the proxies' pairs, already sorted.
+  uint32_t remapped = 0;
 
   static std::unique_ptr<Side> makeBvh(const BroadPhaseConfig& c) {
     auto s = std::make_unique<Side>();
@@ -46,12 +50,19 @@ struct BroadPhase::Side {
   ProxyId add(const Aabb& box, bool isStatic, uint32_t proxyIndex) {
     const ProxyId id = visit([&](auto& s) { return s.add(box, isStatic); });
     if (id.index >= outer.size()) outer.resize(id.index + 1, kNullIndex);
+    forget(id.index);
     outer[id.index] = proxyIndex;
+    remapped += proxyIndex != id.index;
     return id;
   }
   void remove(ProxyId id) {
     visit([&](auto& s) { s.remove(id); });
-    outer[id.index] = kNullIndex;
+    forget(id.index);
+  }
+  /// The slot stops mapping to a proxy (queries skip it from now on).
+  void forget(uint32_t slot) {
+    remapped -= outer[slot] != kNullIndex && outer[slot] != slot;
+    outer[slot] = kNullIndex;
   }
   void findPairs(Scheduler& scheduler) {
     visit([&](auto& s) { s.findPairs(scheduler, pairs); });

@@ -209,6 +209,8 @@ class BroadPhase {
   std::unique_ptr<Side> makeStructure() const;
   void rebuild();
   void recordMove(uint32_t index, const Aabb& box);
+  uint32_t recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
+                       uint32_t end, uint32_t* out);
   // The rule recordMove and the batch move share: a proxy joins
   // pendingMoves_ unless a move or its add is pending already, and gains
   // kPendingMove unless its add is pending (the add takes the new box).
@@ -253,10 +255,14 @@ class BroadPhase {
   std::vector<uint32_t> pendingAdds_;
   std::vector<uint32_t> pendingMoves_;
   std::vector<ProxyId> pendingRemoves_;  ///< handles inside the structure
-  /// applyPending(): the pending moves as batches for the structure, at
-  /// most kMoveBatch at a time (bounded scratch).
+  /// applyPending(): the pending moves as one batch for the structure.
   std::vector<ProxyId> moveIds_;
   std::vector<Aabb> moveBoxes_;
+  /// move() and applyPending(), per chunk of a batch: whether its indices
+  /// strictly increase, and how many entries it kept. Each chunk's task
+  /// writes its own entry once, so they need no padding.
+  std::vector<uint8_t> chunkAscending_;
+  std::vector<uint32_t> chunkCount_;
   std::vector<uint32_t> renewedList_;
 
   std::vector<ProxyPair> pairs_, previous_, begun_, ended_;
