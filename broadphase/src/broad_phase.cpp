@@ -418,9 +418,13 @@ void BroadPhase::computeEvents() {
   begun_.clear();
   ended_.clear();
   const size_t np = previous_.size(), nc = pairs_.size();
+  // A multiple of the thread count, so that the threads end together (three
+  // chunks for uniform 10^5's 49 k pairs left one of two threads idle for a
+  // third of the merge).
+  const size_t threads = size_t(scheduler_->threadCount());
   const uint32_t chunks =
-      scheduler_->threadCount() > 1 && np + nc >= 4 * size_t(kPairGrain)
-          ? uint32_t(std::min<size_t>(4 * size_t(scheduler_->threadCount()), nc / kPairGrain + 1))
+      threads > 1 && np + nc >= 4 * size_t(kPairGrain)
+          ? uint32_t(std::min(4 * threads, (nc / kPairGrain + threads) / threads * threads))
           : 1;
   // Most frames renew no proxy: then a pair in both lists stands without a
   // look at renewed_ (two scattered reads a pair).
