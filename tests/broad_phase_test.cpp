@@ -65,6 +65,29 @@ std::vector<Pair> indicesOf(const std::vector<Model::Key>& ks) {
   return out;
 }
 
+// Events carry the user data of their pair as it was: a begun pair as in
+// this frame's list, an ended one as in the last frame's (the proxy may be
+// gone and its slot reused with other user data).
+::testing::AssertionResult eventsCarryUserData(const FramePairs& f,
+                                               const std::vector<ProxyPair>& previous) {
+  auto find = [](std::span<const ProxyPair> list, const ProxyPair& e) -> const ProxyPair* {
+    auto it = std::lower_bound(list.begin(), list.end(), e.key(),
+                               [](const ProxyPair& p, uint64_t k) { return p.key() < k; });
+    return it != list.end() && it->key() == e.key() ? &*it : nullptr;
+  };
+  for (const ProxyPair& e : f.begun) {
+    const ProxyPair* p = find(f.pairs, e);
+    if (!p || p->userDataA != e.userDataA || p->userDataB != e.userDataB)
+      return ::testing::AssertionFailure() << "begun pair " << e.a << "-" << e.b;
+  }
+  for (const ProxyPair& e : f.ended) {
+    const ProxyPair* p = find(previous, e);
+    if (!p || p->userDataA != e.userDataA || p->userDataB != e.userDataB)
+      return ::testing::AssertionFailure() << "ended pair " << e.a << "-" << e.b;
+  }
+  return ::testing::AssertionSuccess();
+}
+
 Aabb randomBox(std::mt19937& rng, float world) {
   std::uniform_real_distribution<float> pos(0.0f, world);
   std::uniform_real_distribution<float> size(0.0f, 1.0f);
@@ -98,6 +121,7 @@ void runRandomSequence(Structure structure, int threads, uint32_t seed, int fram
   std::mt19937 rng(seed);
   const float world = 30.0f;
   std::set<Model::Key> previous;
+  std::vector<ProxyPair> previousPairs;
   uint64_t h = 1469598103934665603ull;
 
   for (int frame = 0; frame < frames; ++frame) {
@@ -141,6 +165,8 @@ void runRandomSequence(Structure structure, int threads, uint32_t seed, int fram
       ASSERT_EQ(p.userDataA, model.live[p.a].second.userData);
       ASSERT_EQ(p.userDataB, model.live[p.b].second.userData);
     }
+    ASSERT_TRUE(eventsCarryUserData(f, previousPairs)) << "frame " << frame;
+    previousPairs.assign(f.pairs.begin(), f.pairs.end());
     previous = now;
     for (const ProxyPair& p : f.pairs) h = (h ^ p.key()) * 1099511628211ull;
     h = (h ^ f.begun.size()) * 1099511628211ull;
@@ -324,6 +350,7 @@ TEST(BroadPhase, LargeBatchesMatchBruteForce) {
     std::unique_ptr<BroadPhase> bp;
     std::vector<ProxyId> handle;  // by proxy index (generations differ between runs)
     std::vector<Pair> previous;
+    std::vector<ProxyPair> previousPairs;
   };
   std::vector<Run> runs;
   for (Structure s : kStructures)
@@ -331,7 +358,7 @@ TEST(BroadPhase, LargeBatchesMatchBruteForce) {
       BroadPhaseConfig config;
       config.structure = s;
       config.threads = threads;
-      runs.push_back({std::make_unique<BroadPhase>(config), {}, {}});
+      runs.push_back({std::make_unique<BroadPhase>(config), {}, {}, {}});
     }
   // The model, by proxy index (every run issues the same indices).
   std::vector<Aabb> boxes;
@@ -452,6 +479,8 @@ TEST(BroadPhase, LargeBatchesMatchBruteForce) {
       const FramePairs& first = runs[0].bp->lastPairs();
       ASSERT_EQ(indicesOf(f.begun), indicesOf(first.begun)) << which << " frame " << frame;
       ASSERT_EQ(indicesOf(f.ended), indicesOf(first.ended)) << which << " frame " << frame;
+      ASSERT_TRUE(eventsCarryUserData(f, r.previousPairs)) << which << " frame " << frame;
+      r.previousPairs.assign(f.pairs.begin(), f.pairs.end());
       r.previous = now;
     }
   }
