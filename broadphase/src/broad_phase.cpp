@@ -369,7 +369,8 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
     const uint32_t end = std::min(n, last * split.size);
     if (identity && !filtered) {
       // Slot == proxy index: no dependent load between a pair and its user
-      // data (uniform 10^5, one thread: this loop took 0.3 ms with it).
+      // data (perf, uniform 10^5, one thread: the map's share of the run
+      // fell from 6.2 % to 3.6 % of the samples).
       for (uint32_t k = begin; k < end; ++k) {
         const Pair p = raw[k];
         out[k] = ProxyPair{p.a, p.b, userData_[p.a], userData_[p.b]};
