@@ -184,16 +184,11 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
   const EvenChunks split = parallel
                                ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
                                : EvenChunks{1, n};
-  const uint32_t chunks = split.count, chunkSize = split.size;
-  chunkAscending_.assign(chunks, 0);
+  chunkAscending_.assign(split.count, 0);
   std::atomic<bool> bad{false};
-  scheduler_->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
-    for (uint32_t c = first; c < last; ++c) {
-      const uint32_t begin = std::min(n, c * chunkSize), end = std::min(n, begin + chunkSize);
-      if (!allLiveAndValid(pool_, ids, boxes, begin, end))
-        bad.store(true, std::memory_order_relaxed);
-      if (recordInTasks) chunkAscending_[c] = indicesAscending(ids, begin, end);
-    }
+  forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+    if (!allLiveAndValid(pool_, ids, boxes, begin, end)) bad.store(true, std::memory_order_relaxed);
+    if (recordInTasks) chunkAscending_[c] = indicesAscending(ids, begin, end);
   });
   if (bad.load(std::memory_order_relaxed))
     for (size_t k = 0; k < ids.size(); ++k) {
@@ -209,14 +204,11 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
                                                    [](uint8_t a) { return a != 0; });
   uint32_t joined = 0;
   if (unique) {
-    chunkCount_.resize(chunks);
-    scheduler_->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
-      for (uint32_t c = first; c < last; ++c) {
-        const uint32_t begin = std::min(n, c * chunkSize), end = std::min(n, begin + chunkSize);
-        chunkCount_[c] = recordMoves(ids, boxes, begin, end, out + begin);
-      }
+    chunkCount_.resize(split.count);
+    forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+      chunkCount_[c] = recordMoves(ids, boxes, begin, end, out + begin);
     });
-    joined = closeUp(out, n, chunkSize, chunkCount_);
+    joined = closeUp(out, n, split.size, chunkCount_);
   } else {
     joined = recordMoves(ids, boxes, 0, n, out);
   }
@@ -305,20 +297,17 @@ void BroadPhase::applyPending() {
   moveIds_.resize(n);
   moveBoxes_.resize(n);
   chunkCount_.resize(split.count);
-  scheduler_->forEach(0, split.count, 1, [&](uint32_t first, uint32_t last) {
-    for (uint32_t c = first; c < last; ++c) {
-      const uint32_t begin = std::min(n, c * split.size), end = std::min(n, begin + split.size);
-      uint32_t kept = begin;
-      for (uint32_t k = begin; k < end; ++k) {
-        const uint32_t i = pendingMoves_[k];
-        const uint8_t s = state_[i];
-        moveIds_[kept] = inner_[i];
-        moveBoxes_[kept] = boxes_[i];
-        kept += (s & kPendingMove) != 0;
-        state_[i] = uint8_t(s & ~kPendingMove);
-      }
-      chunkCount_[c] = kept - begin;
+  forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+    uint32_t kept = begin;
+    for (uint32_t k = begin; k < end; ++k) {
+      const uint32_t i = pendingMoves_[k];
+      const uint8_t s = state_[i];
+      moveIds_[kept] = inner_[i];
+      moveBoxes_[kept] = boxes_[i];
+      kept += (s & kPendingMove) != 0;
+      state_[i] = uint8_t(s & ~kPendingMove);
     }
+    chunkCount_[c] = kept - begin;
   });
   closeUp(moveIds_.data(), n, split.size, chunkCount_);
   const uint32_t kept = closeUp(moveBoxes_.data(), n, split.size, chunkCount_);
@@ -364,9 +353,7 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
   const uint32_t threads = uint32_t(scheduler_->threadCount());
   const EvenChunks split =
       threads > 1 && n > kPairGrain ? evenChunks(n, kPairGrain, 1, threads) : EvenChunks{1, n};
-  scheduler_->forEach(0, split.count, 1, [&](uint32_t first, uint32_t last) {
-    const uint32_t begin = std::min(n, first * split.size);
-    const uint32_t end = std::min(n, last * split.size);
+  forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
     if (identity && !filtered) {
       // Slot == proxy index: no dependent load between a pair and its user
       // data (perf, uniform 10^5, one thread: the map's share of the run

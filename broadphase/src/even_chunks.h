@@ -1,6 +1,8 @@
-// How SweepGrid cuts a list into parallel tasks (the batch move's entries,
-// the relinks to plan).
+// How SweepGrid and BroadPhase cut a list into parallel tasks (a batch
+// move's entries, the relinks to plan, the pending moves, the pairs).
 #pragma once
+
+#include <broadphase/jobs/scheduler.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -23,6 +25,18 @@ inline EvenChunks evenChunks(uint32_t n, uint32_t maxSize, uint32_t minSize, uin
   if (threads > 1) count = (count + threads - 1) / threads * threads;
   count = std::min(count, std::max(1u, n / minSize));
   return {count, (n + count - 1) / count};
+}
+
+// Calls body(c, begin, end) for every chunk c of `split` over a list of n
+// items, the chunk holding items [begin, end), as the scheduler's tasks.
+template <class Body>
+void forEachChunk(Scheduler& scheduler, EvenChunks split, uint32_t n, Body&& body) {
+  scheduler.forEach(0, split.count, 1, [&](uint32_t first, uint32_t last) {
+    for (uint32_t c = first; c < last; ++c) {
+      const uint32_t begin = std::min(n, c * split.size);
+      body(c, begin, std::min(n, begin + split.size));
+    }
+  });
 }
 
 }  // namespace bp

@@ -187,13 +187,10 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
   if (parallel) {
     chunkAscending_.resize(chunks);
     std::atomic<bool> bad{false};
-    scheduler->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
-      for (uint32_t c = first; c < last; ++c) {
-        const uint32_t begin = std::min(n, c * chunkSize), end = std::min(n, begin + chunkSize);
-        if (checked && !allLiveAndValid(pool_, ids, boxes, begin, end))
-          bad.store(true, std::memory_order_relaxed);
-        chunkAscending_[c] = indicesAscending(ids, begin, end);
-      }
+    forEachChunk(*scheduler, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+      if (checked && !allLiveAndValid(pool_, ids, boxes, begin, end))
+        bad.store(true, std::memory_order_relaxed);
+      chunkAscending_[c] = indicesAscending(ids, begin, end);
     });
     good = !bad.load(std::memory_order_relaxed);
   } else if (checked) {
@@ -223,12 +220,9 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
   Listed added;
   if (unique) {
     chunkListed_.resize(chunks);
-    scheduler->forEach(0, chunks, 1, [&](uint32_t first, uint32_t last) {
-      for (uint32_t c = first; c < last; ++c) {
-        const uint32_t begin = std::min(n, c * chunkSize), end = std::min(n, begin + chunkSize);
-        chunkListed_[c] = writeBatch(ids, boxes, begin, end, relinkOut + begin,
-                                     stayedOut ? stayedOut + begin : nullptr);
-      }
+    forEachChunk(*scheduler, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+      chunkListed_[c] = writeBatch(ids, boxes, begin, end, relinkOut + begin,
+                                   stayedOut ? stayedOut + begin : nullptr);
     });
     // Close up the stretches, in chunk order.
     for (uint32_t c = 0; c < chunks; ++c) {
