@@ -103,10 +103,16 @@ int main(int argc, char** argv) {
       const bp::Aabb aBox = boundsOf(a);
       if (aFloor || bFloor) {
         const bp::Aabb floorBox = broadphase.desc(broadphase.handleOf(aFloor ? p.a : p.b)).box;
-        if (touches(a, aBox, nullptr, floorBox)) {
+        if (!a.resting && touches(a, aBox, nullptr, floorBox)) {
+          // Comes to rest on the floor: snapped onto it, its proxy moved to
+          // the snapped box, and put to sleep as a static body (it stops
+          // pairing with the floor and with other sleepers; falling bodies
+          // still find it).
           a.resting = true;
           a.position.y() = a.radius;
           a.velocity = bp::Vec3(0, 0, 0);
+          broadphase.move(a.proxy, boundsOf(a));
+          broadphase.setMotionType(a.proxy, bp::MotionType::staticBody);
           ++contacts;
         }
       } else {
@@ -115,8 +121,16 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // Every proxy stands where its body is (a resting body's snapped box too).
   int resting = 0;
-  for (const Body& b : bodies) resting += b.resting;
+  for (const Body& b : bodies) {
+    resting += b.resting;
+    const bp::Aabb box = broadphase.desc(b.proxy).box;
+    if (box.min != boundsOf(b).min || box.max != boundsOf(b).max) {
+      std::printf("falling_bodies: a proxy is not where its body is\n");
+      return 1;
+    }
+  }
 
   // Mouse pick: a ray from a camera above the scene through the cursor. The
   // broadphase proposes boxes; spheres are tested exactly in the callback,
@@ -126,7 +140,7 @@ int main(int argc, char** argv) {
   uint32_t picked = bp::kNullIndex;
   float pickedT = 0;
   broadphase.castRay(eye, dir, 500.0f, [&](uint32_t proxy, float tEntry) -> float {
-    const uint64_t user = broadphase.desc(broadphase.handleOf(proxy)).userData;
+    const uint64_t user = broadphase.userData(proxy);
     float t = tEntry;
     if (user != kFloor && bodies[user].sphere) {
       const Body& s = bodies[user];
@@ -152,7 +166,7 @@ int main(int argc, char** argv) {
     std::printf("  mouse pick: nothing under the cursor\n");
     return 1;
   }
-  const uint64_t user = broadphase.desc(broadphase.handleOf(picked)).userData;
+  const uint64_t user = broadphase.userData(picked);
   std::printf("  picked body: %s at distance %.3f\n",
               user == kFloor ? "floor tile" : (bodies[user].sphere ? "sphere" : "box"),
               double(pickedT));

@@ -127,7 +127,7 @@ void runRandomSequence(Structure structure, int threads, uint32_t seed, int fram
   for (int frame = 0; frame < frames; ++frame) {
     const int ops = 1 + int(rng() % 60);
     for (int k = 0; k < ops; ++k) {
-      const int op = int(rng() % 10);
+      const int op = int(rng() % 13);
       if (op < 4 || model.live.empty()) {
         const ProxyDesc d = randomDesc(rng, world);
         const ProxyId id = bp.add(d);
@@ -137,6 +137,24 @@ void runRandomSequence(Structure structure, int threads, uint32_t seed, int fram
         auto it = std::next(model.live.begin(), rng() % model.live.size());
         bp.remove(it->second.first);
         model.live.erase(it);
+      } else if (op == 10) {
+        auto it = std::next(model.live.begin(), rng() % model.live.size());
+        it->second.second.userData = rng();
+        bp.setUserData(it->second.first, it->second.second.userData);
+        ASSERT_EQ(bp.userData(it->first), it->second.second.userData);
+      } else if (op == 11) {
+        // A body falls asleep (static), wakes (dynamic), or is driven (kinematic).
+        auto it = std::next(model.live.begin(), rng() % model.live.size());
+        const MotionType m = MotionType(rng() % 3);
+        it->second.second.motion = m;
+        bp.setMotionType(it->second.first, m);
+        ASSERT_EQ(bp.desc(it->second.first).motion, m);
+      } else if (op == 12 && rng() % 8 == 0) {
+        const Vec3 offset(float(int(rng() % 9) - 4) * 0.75f, float(int(rng() % 5) - 2),
+                          float(int(rng() % 9) - 4) * 0.5f);
+        bp.shiftOrigin(offset);
+        for (auto& [index, proxy] : model.live)
+          proxy.second.box = {proxy.second.box.min - offset, proxy.second.box.max - offset};
       } else {
         auto it = std::next(model.live.begin(), rng() % model.live.size());
         Aabb b = it->second.second.box;
@@ -244,6 +262,75 @@ TEST(BroadPhase, StandardScenesMatchTheReference) {
 }
 
 // Queries through the API against brute force on one scene, with a filter.
+// Every query of `bp` against brute force over `boxes`, where accepted[i]
+// says whether proxy i is live and accepted by `query`.
+void expectQueriesMatch(const BroadPhase& bp, std::span<const Aabb> boxes,
+                        std::span<const uint8_t> accepted, std::span<const Ray> rays,
+                        const Filter& query, const char* label) {
+  std::vector<RayHit> batch(rays.size());
+  bp.castRays(rays, batch, RayQuery::closest, query);
+  for (size_t r = 0; r < rays.size(); ++r) {
+    EXPECT_EQ(batch[r], brute::castRayClosest(boxes, rays[r], accepted))
+        << label << " batch ray " << r;
+    // The single-ray calls take origin, direction and length and build the
+    // ray with makeRay(): the oracle must see the same bits.
+    const Ray& input = rays[r];
+    const Ray ray = makeRay(input.origin, input.direction, input.maxT);
+    const RayHit want = brute::castRayClosest(boxes, ray, accepted);
+    EXPECT_EQ(bp.castRay(input.origin, input.direction, input.maxT, RayQuery::closest, query), want)
+        << label << " ray " << r;
+    const RayHit any = bp.castRay(input.origin, input.direction, input.maxT, RayQuery::any, query);
+    EXPECT_EQ(any.hit(), want.hit());
+    if (any.hit()) {
+      EXPECT_TRUE(accepted[any.proxy]);
+    }
+    std::vector<RayHit> all;
+    bp.castRayAll(input.origin, input.direction, input.maxT, all, query);
+    EXPECT_EQ(all, brute::castRayAll(boxes, ray, accepted)) << label;
+    const Vec3 half(0.3f, 0.6f, 0.1f);
+    EXPECT_EQ(bp.castBox(half, input.origin, input.direction, input.maxT, query),
+              brute::castBox(boxes, half, ray, accepted))
+        << label << " box cast " << r;
+    // The callback form clipping at each hit finds the closest too.
+    RayHit viaCallback;
+    bp.castRay(
+        input.origin, input.direction, input.maxT,
+        [&](uint32_t p, float t) {
+          if (!viaCallback.hit() || hitBefore({p, t}, viaCallback)) viaCallback = {p, t};
+          return viaCallback.t;
+        },
+        query);
+    EXPECT_EQ(viaCallback, want) << label;
+  }
+  for (size_t q = 0; q < std::min<size_t>(100, rays.size()); ++q) {
+    const Vec3 p = rays[q].origin;
+    std::vector<uint32_t> got;
+    bp.queryBox(
+        Aabb::fromCenterExtent(p, Vec3(4, 2, 3)),
+        [&](uint32_t i) {
+          got.push_back(i);
+          return true;
+        },
+        query);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, brute::queryBox(boxes, Aabb::fromCenterExtent(p, Vec3(4, 2, 3)), accepted))
+        << label;
+    got.clear();
+    bp.queryPoint(
+        p,
+        [&](uint32_t i) {
+          got.push_back(i);
+          return true;
+        },
+        query);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, brute::queryPoint(boxes, p, accepted)) << label;
+    std::vector<Neighbour> near;
+    bp.nearest(p, 7, near, query);
+    EXPECT_EQ(near, brute::nearest(boxes, p, 7, accepted)) << label;
+  }
+}
+
 TEST(BroadPhase, QueriesMatchBruteForce) {
   const Scene scene = makeScene(SceneKind::sizes, 3000);
   std::vector<uint8_t> accepted(scene.n);
@@ -260,72 +347,46 @@ TEST(BroadPhase, QueriesMatchBruteForce) {
       bp.add(d);
     }
     bp.update();
-    const auto rays = makeRays(scene.n, 300);
-    std::vector<RayHit> batch(rays.size());
-    bp.castRays(rays, batch, RayQuery::closest, query);
-    for (size_t r = 0; r < rays.size(); ++r) {
-      EXPECT_EQ(batch[r], brute::castRayClosest(scene.boxes, rays[r], accepted))
-          << name(structure) << " batch ray " << r;
-      // The single-ray calls take origin, direction and length and build the
-      // ray with makeRay(): the oracle must see the same bits.
-      const Ray& input = rays[r];
-      const Ray ray = makeRay(input.origin, input.direction, input.maxT);
-      const RayHit want = brute::castRayClosest(scene.boxes, ray, accepted);
-      EXPECT_EQ(bp.castRay(input.origin, input.direction, input.maxT, RayQuery::closest, query),
-                want)
-          << name(structure) << " ray " << r;
-      const RayHit any =
-          bp.castRay(input.origin, input.direction, input.maxT, RayQuery::any, query);
-      EXPECT_EQ(any.hit(), want.hit());
-      if (any.hit()) {
-        EXPECT_TRUE(accepted[any.proxy]);
-      }
-      std::vector<RayHit> all;
-      bp.castRayAll(input.origin, input.direction, input.maxT, all, query);
-      EXPECT_EQ(all, brute::castRayAll(scene.boxes, ray, accepted)) << name(structure);
-      const Vec3 half(0.3f, 0.6f, 0.1f);
-      EXPECT_EQ(bp.castBox(half, input.origin, input.direction, input.maxT, query),
-                brute::castBox(scene.boxes, half, ray, accepted))
-          << name(structure) << " box cast " << r;
-      // The callback form clipping at each hit finds the closest too.
-      RayHit viaCallback;
-      bp.castRay(
-          input.origin, input.direction, input.maxT,
-          [&](uint32_t p, float t) {
-            if (!viaCallback.hit() || hitBefore({p, t}, viaCallback)) viaCallback = {p, t};
-            return viaCallback.t;
-          },
-          query);
-      EXPECT_EQ(viaCallback, want) << name(structure);
-    }
-    for (int q = 0; q < 100; ++q) {
-      const Vec3 p = rays[q].origin;
-      std::vector<uint32_t> got;
-      bp.queryBox(
-          Aabb::fromCenterExtent(p, Vec3(4, 2, 3)),
-          [&](uint32_t i) {
-            got.push_back(i);
-            return true;
-          },
-          query);
-      std::sort(got.begin(), got.end());
-      EXPECT_EQ(got,
-                brute::queryBox(scene.boxes, Aabb::fromCenterExtent(p, Vec3(4, 2, 3)), accepted));
-      got.clear();
-      bp.queryPoint(
-          p,
-          [&](uint32_t i) {
-            got.push_back(i);
-            return true;
-          },
-          query);
-      std::sort(got.begin(), got.end());
-      EXPECT_EQ(got, brute::queryPoint(scene.boxes, p, accepted));
-      std::vector<Neighbour> near;
-      bp.nearest(p, 7, near, query);
-      EXPECT_EQ(near, brute::nearest(scene.boxes, p, 7, accepted)) << name(structure);
-    }
+    expectQueriesMatch(bp, scene.boxes, accepted, makeRays(scene.n, 300), query, name(structure));
   }
+}
+
+// shiftOrigin() applies the pending changes and the shift at once: every
+// query answers right away, before any update(), exactly as brute force on
+// the shifted boxes, on every structure.
+TEST(BroadPhase, QueriesAnswerRightAfterShiftOrigin) {
+  const Scene scene = makeScene(SceneKind::sizes, 3000);
+  const Vec3 offset(1000, -500, 250);
+  const Filter query{1, 0b01};
+  for (Structure structure : kStructures)
+    for (int threads : {1, 2}) {
+      BroadPhase bp({.structure = structure, .threads = threads});
+      std::vector<Aabb> boxes = scene.boxes;
+      std::vector<uint8_t> accepted(scene.n);
+      std::vector<ProxyId> ids(scene.n);
+      for (uint32_t i = 0; i < scene.n; ++i) {
+        ProxyDesc d{boxes[i], i % 5 == 0 ? MotionType::staticBody : MotionType::dynamic, {}, i};
+        d.filter.category = (i % 3 == 0) ? 2 : 1;
+        accepted[i] = d.filter.accepts(query);
+        ids[i] = bp.add(d);
+      }
+      bp.update();
+      // Pending changes the shift must apply too: moves and removes.
+      for (uint32_t i = 1; i < scene.n; i += 7) {
+        boxes[i] = {boxes[i].min + Vec3(3, 0, -2), boxes[i].max + Vec3(3, 0, -2)};
+        bp.move(ids[i], boxes[i]);
+      }
+      for (uint32_t i = 2; i < scene.n; i += 11) {
+        bp.remove(ids[i]);
+        accepted[i] = 0;
+      }
+      bp.shiftOrigin(offset);
+      for (Aabb& b : boxes) b = {b.min - offset, b.max - offset};
+      std::vector<Ray> rays = makeRays(scene.n, 200);
+      for (Ray& r : rays) r = makeRay(r.origin - offset, r.direction, r.maxT);
+      expectQueriesMatch(bp, boxes, accepted, rays, query, name(structure));
+      EXPECT_EQ(bp.validate(), "") << name(structure);
+    }
 }
 
 // Batches large enough for the parallel record and gather (16384 entries

@@ -79,12 +79,17 @@ BroadPhase::~BroadPhase() = default;
 // --- Proxies ------------------------------------------------------------------
 
 namespace {
+void checkMotion(MotionType motion, const char* what) {
+  if (motion != MotionType::staticBody && motion != MotionType::kinematic &&
+      motion != MotionType::dynamic)
+    throwError(ErrorCode::invalidArgument, std::string(what) + ": motion type " +
+                                               std::to_string(int(motion)) +
+                                               " is not static, kinematic or dynamic");
+}
+
 void checkDesc(const ProxyDesc& d) {
   if (!isValid(d.box)) throwError(ErrorCode::invalidBox, describeInvalid(d.box));
-  if (d.motion != MotionType::staticBody && d.motion != MotionType::kinematic &&
-      d.motion != MotionType::dynamic)
-    throwError(ErrorCode::invalidArgument, "motion type " + std::to_string(int(d.motion)) +
-                                               " is not static, kinematic or dynamic");
+  checkMotion(d.motion, "add");
 }
 }  // namespace
 
@@ -137,12 +142,14 @@ void BroadPhase::remove(ProxyId id) {
   // A proxy that never reached a structure is simply forgotten. Its entries in
   // pendingAdds_/pendingMoves_ stay behind (finding them would cost O(n) per
   // remove) and are skipped by applyPending(), which trusts only state_.
-  if (!(state_[i] & kPendingAdd)) {
+  const bool inStructure = !(state_[i] & kPendingAdd) || (state_[i] & kRehome);
+  if (inStructure) {
     // The structure keeps the proxy until update(), but queries must never
     // report it again: its slot stops mapping to this index now (the index
-    // may be reused by the next add before the update).
+    // may be reused by the next add before the update). A rehomed proxy's
+    // old slot is queued for removal already.
     structure_->forget(inner_[i].index);
-    pendingRemoves_.push_back(inner_[i]);
+    if (!(state_[i] & kRehome)) pendingRemoves_.push_back(inner_[i]);
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
   }
@@ -249,7 +256,38 @@ void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
   r.filter = filter;
 }
 
+void BroadPhase::setUserData(ProxyId id, uint64_t userData) {
+  checkLive(id, "setUserData");
+  userData_[id.index] = userData;
+}
+
+void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
+  checkLive(id, "setMotionType");
+  checkMotion(motion, "setMotionType");
+  const uint32_t i = id.index;
+  Rules& r = rules_[i];
+  special_ += uint32_t(isSpecial(motion, r.filter)) - uint32_t(isSpecial(r.motion, r.filter));
+  const bool wasStatic = r.motion == MotionType::staticBody;
+  r.motion = motion;
+  // The structures keep statics apart (the BVH's static tree, the sweep's
+  // static cells), so a change between static and moving takes the proxy
+  // out of its part and back in at the next update. Not a remove: its
+  // index and pairs stay, so a pair that still stands gets no event.
+  // (accepts() reads rules_ only at the update, and queries do not look at
+  // the motion type, so nothing else changes before then.)
+  if (wasStatic == (motion == MotionType::staticBody) || (state_[i] & kPendingAdd)) return;
+  pendingRemoves_.push_back(inner_[i]);
+  state_[i] = kPendingAdd | kRehome;
+  pendingAdds_.push_back(i);
+}
+
 bool BroadPhase::contains(ProxyId id) const { return pool_.isLive(id); }
+
+uint64_t BroadPhase::userData(uint32_t index) const {
+  if (!pool_.isLiveIndex(index))
+    throwError(ErrorCode::staleHandle, "userData: no live proxy at index " + std::to_string(index));
+  return userData_[index];
+}
 
 ProxyId BroadPhase::handleOf(uint32_t index) const {
   if (!pool_.isLiveIndex(index))
@@ -543,8 +581,10 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
   for (uint32_t i = 0; i < rules_.size(); ++i)
     if (pool_.isLiveIndex(i)) boxes_[i] = {boxes_[i].min - offset, boxes_[i].max - offset};
   // Rebuild the structures from scratch: a shift is rare, and a fresh build
-  // gives the trees their best quality in the new frame.
+  // gives the trees their best quality in the new frame. Then update the
+  // structure (not its pairs), so that queries answer at once.
   rebuild();
+  structure_->update(*scheduler_);
 }
 
 // --- Introspection ------------------------------------------------------------

@@ -64,6 +64,10 @@ struct BroadPhase::Side {
     remapped -= outer[slot] != kNullIndex && outer[slot] != slot;
     outer[slot] = kNullIndex;
   }
+  /// Applies the structure's pending changes without finding pairs.
+  void update(Scheduler& scheduler) {
+    visit([&](auto& s) { s.update(scheduler); });
+  }
   void findPairs(Scheduler& scheduler) {
     visit([&](auto& s) { s.findPairs(scheduler, pairs); });
   }

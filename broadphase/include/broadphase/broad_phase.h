@@ -126,11 +126,35 @@ class BroadPhase {
   /// The proxy's new exact box. Throws Error(staleHandle) or Error(invalidBox).
   void move(ProxyId id, const Aabb& box);
   void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);  ///< all validated first
+  /// Queries use the new filter at once; pairs follow it from the next
+  /// update() (a pair it rejects then ends, one it accepts begins). Throws
+  /// Error(staleHandle).
   void setFilter(ProxyId id, const Filter& filter);
+  /// The user data that pairs of the next update() carry and userData()
+  /// returns from now on. Pairs already reported keep the data of their
+  /// frame (an ended pair carries what its frame reported). Throws
+  /// Error(staleHandle).
+  void setUserData(ProxyId id, uint64_t userData);
+  /// A body that falls asleep becomes static, a kinematic body dynamic. The
+  /// proxy keeps its handle and index; queries see the change at the next
+  /// update(), which moves the proxy between the structure's static and
+  /// moving parts when needed. Pairs stay exact: a pair that still stands is
+  /// neither ended nor begun, one the motion rules now reject (static with
+  /// static or kinematic) ends, one they now allow begins. Throws
+  /// Error(staleHandle) or Error(invalidArgument) for an unknown motion type.
+  void setMotionType(ProxyId id, MotionType motion);
 
   bool contains(ProxyId id) const;
-  ProxyId handleOf(uint32_t index) const;  ///< the live handle at an index (for pair indices)
-  ProxyDesc desc(ProxyId id) const;        ///< as last given (box may be pending)
+  /// The live handle at an index (pairs, hits and query callbacks give
+  /// indices). Throws Error(staleHandle) when no proxy lives there.
+  ProxyId handleOf(uint32_t index) const;
+  /// The user data of the live proxy at an index: the cheap way from a query
+  /// callback's or a hit's index to the engine's body (one array read, no
+  /// ProxyDesc copy). Throws Error(staleHandle) when no proxy lives there.
+  uint64_t userData(uint32_t index) const;
+  /// As last given (the box and motion type may be pending). Throws
+  /// Error(staleHandle).
+  ProxyDesc desc(ProxyId id) const;
   uint32_t proxyCount() const;
 
   // --- The frame. ---
@@ -189,9 +213,12 @@ class BroadPhase {
                  const Filter& filter = {}) const;
 
   // --- Large worlds. ---
-  /// Moves the origin: every proxy's box becomes box - offset (applied now,
-  /// with any pending changes). Pairs are kept; the next update() reports only
-  /// real changes.
+  /// Moves the origin: every proxy's box becomes box - offset. Applied now,
+  /// with any pending changes, and the structure is rebuilt in the new frame:
+  /// every query answers at once, in shifted coordinates. Pairs are kept; the
+  /// next update() reports only real changes. Throws Error(invalidArgument)
+  /// for a non-finite offset and Error(invalidBox) when a shifted box would
+  /// pass kMaxCoordinate; nothing changes then.
   void shiftOrigin(const Vec3& offset);
 
   // --- Introspection. ---
@@ -203,7 +230,10 @@ class BroadPhase {
 
  private:
   struct Side;  // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
-  enum : uint8_t { kPendingAdd = 1, kInStructure = 2, kPendingMove = 4 };
+  // kRehome: a pending add of a proxy whose old slot is still in the
+  // structure (queued in pendingRemoves_), after a change between static and
+  // moving. Queries still find it there until the update.
+  enum : uint8_t { kPendingAdd = 1, kInStructure = 2, kPendingMove = 4, kRehome = 8 };
 
   void checkLive(ProxyId id, const char* what) const;
   std::unique_ptr<Side> makeStructure() const;
