@@ -72,7 +72,10 @@ struct ProxyDesc {
 
 struct BroadPhaseConfig {
   Structure structure = Structure::automatic;
-  int threads = 0;                   ///< 0: every hardware thread
+  /// 0: every hardware thread. More than the hardware threads raises
+  /// oneTBB's process-wide worker cap (tbb::global_control) while this
+  /// BroadPhase lives.
+  int threads = 0;
   tbb::task_arena* arena = nullptr;  ///< share an engine's arena (then `threads` is ignored)
   /// Fat-box margin of the tree (Structure::bvh), world units. 0, the
   /// default, keeps exact boxes in the leaves: measured fastest on every
@@ -165,8 +168,9 @@ class BroadPhase {
   const FramePairs& update();
   /// Streaming form for engines that consume pairs per task: `consume` is called
   /// from worker threads with unsorted chunks (filters applied), every pair of
-  /// the frame exactly once. No merged list and no begin/end events are kept,
-  /// so the next update() reports every pair as begun.
+  /// the frame exactly once. No merged list and no begin/end events are kept:
+  /// lastPairs() is empty after it, and the next update() reports every pair
+  /// as begun.
   void update(FunctionRef<void(std::span<const ProxyPair>)> consume);
   const FramePairs& lastPairs() const { return frame_; }
   /// Wakes the worker threads for the coming update(), without waiting for
@@ -203,12 +207,19 @@ class BroadPhase {
   /// One result per ray, in parallel, deterministic. kind: closest or any.
   void castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind = RayQuery::closest,
                 const Filter& filter = {}) const;
-  /// The k proxies nearest to `point` (squared distance to the box, 0 inside),
-  /// nearest first, ties to the lower index.
+  /// The k proxies nearest to `point`, nearest first, ties to the lower
+  /// index. Distance: distanceSquared(box, point) of math/aabb.h, in float
+  /// (per axis max(min - p, p - max, 0), squared, summed x, y, z; 0 inside),
+  /// so a caller computing the same expression reproduces every tie.
+  /// Throws Error(invalidArgument) for k = 0 or a point that is not finite
+  /// or beyond 2^24.
   void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
                const Filter& filter = {}) const;
   /// A box of half-size `halfExtent` centred at `origin` swept along the ray:
-  /// the first proxy it touches.
+  /// the first proxy it touches, as the ray against every box grown by the
+  /// half extent (t = 0 for a box touched at the start), ties to the lower
+  /// index. Throws Error(invalidRay), or Error(invalidArgument) for a half
+  /// extent that is not finite or negative.
   RayHit castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction, float length,
                  const Filter& filter = {}) const;
 
