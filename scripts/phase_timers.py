@@ -41,7 +41,7 @@ def sub(path, pairs):
         assert a in s, (path, a[:60]); s=s.replace(a,b,1)
     open(p,'w').write(s)
 inc=('#include <broadphase/sweep_grid.h>','#include <broadphase/sweep_grid.h>\n#include <broadphase/phase_timer.h>')
-sub('/broadphase/src/sweep_grid.cpp',[inc,
+sub('/broadphase/src/sweep/sweep_grid.cpp',[inc,
  ('''  bool good = true;
   if (parallel) {''','''  bool good = true;
   phase::mark();
@@ -54,7 +54,7 @@ sub('/broadphase/src/sweep_grid.cpp',[inc,
   if (listStays)''','''  phase::lap(unique ? phase::close : phase::write);
   dirtyList_.resize(relinks + added.relink);
   if (listStays)''')])
-sub('/broadphase/src/sweep_cells.cpp',[inc,
+sub('/broadphase/src/sweep/sweep_cells.cpp',[inc,
  ('''    resolveRelinks(chunks, groupInTasks);''','''    phase::lap(phase::plan);
     resolveRelinks(chunks, groupInTasks);
     phase::lap(phase::resolve);'''),
@@ -68,7 +68,7 @@ sub('/broadphase/src/sweep_cells.cpp',[inc,
 ''','''void SweepGrid::update(Scheduler& scheduler) {
   phase::mark();
 ''')])
-sub('/broadphase/src/sweep_kernel.cpp',[inc,
+sub('/broadphase/src/sweep/sweep_kernel.cpp',[inc,
  ('''  const bool pending = beginUpdate(scheduler);
   if (pending) refreshListedCells(scheduler);''','''  phase::mark();
   const bool pending = beginUpdate(scheduler);

@@ -2,7 +2,7 @@
 // BroadPhase frame (moves + update) makes no call to operator new, for every
 // structure. Counted by replacing the global operator new in this test binary.
 #include <broadphase/broad_phase.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/scene.h>
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // begin/end events checked frame by frame, queries checked against brute::,
 // and identical output for 1, 2 and 8 threads.
 #include <broadphase/broad_phase.h>
-#include <broadphase/brute_force.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/brute_force.h>
+#include <broadphase/testkit/scene.h>
 
 #include "test_support.h"
 

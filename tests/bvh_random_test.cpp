@@ -1,9 +1,9 @@
 // Random operation sequences against a brute-force model, with validate()
 // after every step.
-#include <broadphase/brute_force.h>
-#include <broadphase/bvh.h>
 #include <broadphase/error.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/brute_force.h>
+#include <broadphase/testkit/scene.h>
+#include "bvh/bvh.h"
 
 #include "test_support.h"
 

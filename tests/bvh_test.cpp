@@ -1,9 +1,9 @@
 // Bvh against the brute-force oracle and the reference data.
-#include <broadphase/brute_force.h>
-#include <broadphase/bvh.h>
-#include <broadphase/bvh_stack.h>
+#include "bvh/bvh.h"
 #include <broadphase/error.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/brute_force.h>
+#include <broadphase/testkit/scene.h>
+#include "bvh/bvh_stack.h"
 
 #include "test_support.h"
 

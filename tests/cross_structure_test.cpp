@@ -2,9 +2,9 @@
 // standard scene for 30 frames of motion, and identical ray hits (closest,
 // all) at the first and last frame. Each is also checked against brute force
 // in its own test; this one proves they are interchangeable.
-#include <broadphase/bvh.h>
-#include <broadphase/scene.h>
-#include <broadphase/sweep_grid.h>
+#include <broadphase/testkit/scene.h>
+#include "bvh/bvh.h"
+#include "sweep/sweep_grid.h"
 
 #include "test_support.h"
 

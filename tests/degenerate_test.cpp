@@ -3,7 +3,7 @@
 // trees in practice (everything in one place, one enormous box, far from the
 // origin, nothing at all).
 #include <broadphase/broad_phase.h>
-#include <broadphase/brute_force.h>
+#include <broadphase/testkit/brute_force.h>
 
 #include "test_support.h"
 

@@ -4,7 +4,7 @@
 // thread, more parts than threads), uneven buffers (one holding nearly
 // everything, empty ones), capacities whose id bits give 1 to 3 radix
 // passes, and 1, 2 and 8 threads.
-#include "pair_merge.h"
+#include "pairs/pair_merge.h"
 
 #include <broadphase/jobs/scheduler.h>
 

@@ -5,8 +5,8 @@
 // few pairs (the one-thread sort), many (more parts than threads, routed
 // through the bin table), a thread count or capacity that changed between
 // frames; the AVX-512 split of the pairs and the scalar one.
+#include "pairs/pair_router.h"
 #include <broadphase/jobs/scheduler.h>
-#include <broadphase/pair_router.h>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The scene generator and the brute-force oracle together reproduce the
 // reference answers of ../shared/bench/reference (copied to tests/data).
-#include <broadphase/brute_force.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/brute_force.h>
+#include <broadphase/testkit/scene.h>
 
 #include "test_support.h"
 

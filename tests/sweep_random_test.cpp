@@ -1,10 +1,10 @@
 // Random operation sequences on SweepGrid: adds, moves (small, teleports),
 // batch moves, removes, updates and every query, with validate() after each
 // step and the brute-force oracle as the reference.
-#include <broadphase/brute_force.h>
 #include <broadphase/error.h>
-#include <broadphase/scene.h>
-#include <broadphase/sweep_grid.h>
+#include <broadphase/testkit/brute_force.h>
+#include <broadphase/testkit/scene.h>
+#include "sweep/sweep_grid.h"
 
 #include "test_support.h"
 

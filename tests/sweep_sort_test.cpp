@@ -3,7 +3,7 @@
 // entrants appended) and on the ones that take its other paths: a new cell
 // (no old keys), a crowd of entrants, more entrants than fit its stack
 // buffer, moves past the insertion sort's budget, and reversed input.
-#include "sweep_sort.h"
+#include "sweep/sweep_sort.h"
 
 #include <gtest/gtest.h>
 

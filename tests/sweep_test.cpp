@@ -1,9 +1,9 @@
 // SweepGrid against the brute-force oracle and the reference data: standard
 // scenes, rays and queries, thread counts, bad input.
-#include <broadphase/brute_force.h>
 #include <broadphase/error.h>
-#include <broadphase/scene.h>
-#include <broadphase/sweep_grid.h>
+#include <broadphase/testkit/brute_force.h>
+#include <broadphase/testkit/scene.h>
+#include "sweep/sweep_grid.h"
 
 #include "test_support.h"
 

@@ -15,7 +15,7 @@
 #include <broadphase/pair.h>
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/scene.h>
 
 #include <algorithm>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // each ray is independent and the oracle functions are pure.
 #include "backend.h"
 
-#include <broadphase/brute_force.h>
+#include <broadphase/testkit/brute_force.h>
 
 namespace bpbench {
 namespace {

@@ -6,8 +6,8 @@
 #include <broadphase/proxy_id.h>
 
 #include <broadphase/broad_phase.h>
-#include <broadphase/bvh.h>
-#include <broadphase/sweep_grid.h>
+#include "bvh/bvh.h"
+#include "sweep/sweep_grid.h"
 
 #include <algorithm>
 #include <atomic>

@@ -10,7 +10,7 @@
 #include "stats.h"
 #include "table.h"
 
-#include <broadphase/brute_force.h>
+#include <broadphase/testkit/brute_force.h>
 
 #include <chrono>
 #include <cstdio>

@@ -8,7 +8,7 @@
 #include "progress.h"
 #include "table.h"
 
-#include <broadphase/brute_force.h>
+#include <broadphase/testkit/brute_force.h>
 
 #include <chrono>
 #include <cstdio>

@@ -14,7 +14,7 @@
 #pragma once
 
 #include <broadphase/jobs/scheduler.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/scene.h>
 
 namespace bpbench {
 

@@ -3,8 +3,8 @@
 // Arguments are (scene, log10 N, threads) for frames, (log10 N, threads) otherwise.
 #include "../bpbench/stats.h"
 
-#include <broadphase/bvh.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/scene.h>
+#include "bvh/bvh.h"
 
 #include <benchmark/benchmark.h>
 

@@ -16,8 +16,8 @@
 #include "sweep_scene.h"
 
 #include <broadphase/jobs/scheduler.h>
-#include <broadphase/scene.h>
-#include <broadphase/sweep_grid.h>
+#include <broadphase/testkit/scene.h>
+#include "sweep/sweep_grid.h"
 
 #include <benchmark/benchmark.h>
 

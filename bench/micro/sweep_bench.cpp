@@ -14,8 +14,8 @@
 
 #include <broadphase/jobs/per_worker.h>
 #include <broadphase/jobs/scheduler.h>
-#include <broadphase/scene.h>
-#include <broadphase/sweep_grid.h>
+#include <broadphase/testkit/scene.h>
+#include "sweep/sweep_grid.h"
 
 #include <benchmark/benchmark.h>
 

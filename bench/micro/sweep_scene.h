@@ -2,8 +2,8 @@
 // every box added, and each frame's moves gathered (outside the timing).
 #pragma once
 
-#include <broadphase/scene.h>
-#include <broadphase/sweep_grid.h>
+#include <broadphase/testkit/scene.h>
+#include "sweep/sweep_grid.h"
 
 #include <vector>
 

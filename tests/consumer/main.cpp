@@ -1,14 +1,20 @@
-// Proves the installed headers and libraries are usable on their own.
-#include <broadphase/brute_force.h>
-#include <broadphase/jobs/scheduler.h>
-#include <broadphase/scene.h>
+// Proves the installed headers and libraries are usable on their own: only
+// the public API, as an engine sees it.
+#include <broadphase/broad_phase.h>
 
 #include <cstdio>
 
 int main() {
-  bp::Scheduler scheduler(2);
-  const bp::Scene scene = bp::makeScene(bp::SceneKind::uniform, 1000);
-  const auto pairs = bp::brute::findPairs(scene.boxes);
-  std::printf("consumer: %zu pairs, %d threads\n", pairs.size(), scheduler.threadCount());
-  return pairs.empty() ? 1 : 0;
+  // A row of unit boxes, each overlapping the next: n - 1 pairs.
+  bp::BroadPhase broadphase({.threads = 2});
+  const int n = 1000;
+  for (int i = 0; i < n; ++i)
+    broadphase.add(
+        {.box = {bp::Vec3(0.5f * float(i), 0, 0), bp::Vec3(0.5f * float(i) + 0.75f, 1, 1)},
+         .userData = uint64_t(i)});
+  const bp::FramePairs& frame = broadphase.update();
+  const bp::RayHit hit = broadphase.castRay(bp::Vec3(-5, 0.5f, 0.5f), bp::Vec3(1, 0, 0), 100.0f);
+  std::printf("consumer: %zu pairs, first hit %u, %d threads\n", frame.pairs.size(), hit.proxy,
+              broadphase.threadCount());
+  return frame.pairs.size() == size_t(n - 1) && hit.proxy == 0 ? 0 : 1;
 }

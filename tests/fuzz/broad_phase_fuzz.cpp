@@ -7,7 +7,7 @@
 // Build: clang++ with -DBP_FUZZ=ON (see tests/CMakeLists.txt); run:
 //   build/fuzz/tests/broad_phase_fuzz -max_total_time=60 tests/fuzz/corpus
 #include <broadphase/broad_phase.h>
-#include <broadphase/brute_force.h>
+#include <broadphase/testkit/brute_force.h>
 
 #include <cstdint>
 #include <cstdio>

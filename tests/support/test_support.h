@@ -5,7 +5,7 @@
 #include <broadphase/math/aabb.h>
 #include <broadphase/pair.h>
 #include <broadphase/proxy_id.h>
-#include <broadphase/scene.h>
+#include <broadphase/testkit/scene.h>
 
 #include <gtest/gtest.h>
 

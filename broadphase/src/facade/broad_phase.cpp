@@ -1,0 +1,635 @@
+// BroadPhase: proxies, the deferred changes, and the frame (pairs + events).
+// Queries are in broad_phase_query.cpp; the per-side glue in broad_phase_side.h.
+#include <broadphase/broad_phase.h>
+
+#include "common/even_chunks.h"
+#include "facade/batch_check.h"
+#include "facade/broad_phase_side.h"
+
+#include <tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+
+namespace bp {
+
+namespace {
+
+std::string handleText(ProxyId id) {
+  return "handle {index " + std::to_string(id.index) + ", generation " +
+         std::to_string(id.generation) + "}";
+}
+
+// Below this many pairs, mapping and sorting run on the calling thread.
+constexpr uint32_t kPairGrain = 16384;
+
+// A move batch, or the pending moves, split into chunks of at most this many
+// entries for the threads (as SweepGrid's batch move).
+constexpr uint32_t kMoveChunk = 8192;
+// Below this many entries a batch is recorded, and the pending moves
+// gathered, on the calling thread: a fork costs more than the pass (static
+// 10^5, two threads: its 10^4 moves took 5 % longer in tasks).
+constexpr uint32_t kParallelMoves = 16384;
+
+// The chunks of a list of n items (chunkSize each, the last maybe fewer)
+// each kept their first counts[c] items: moves them to follow the chunks
+// before, in chunk order, and returns how many there are in all.
+template <class T>
+uint32_t closeUp(T* items, uint32_t n, uint32_t chunkSize, std::span<const uint32_t> counts) {
+  uint32_t total = 0;
+  for (uint32_t c = 0; c < counts.size(); ++c) {
+    const uint32_t begin = std::min(n, c * chunkSize);
+    if (begin != total) std::copy_n(items + begin, counts[c], items + total);
+    total += counts[c];
+  }
+  return total;
+}
+
+}  // namespace
+
+BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
+  if (config.arena == nullptr && config.threads < 0)
+    throwError(ErrorCode::invalidArgument,
+               "thread count " + std::to_string(config.threads) + " is negative (0 = all cores)");
+  if (!(config.margin >= 0.0f) || !std::isfinite(config.margin))
+    throwError(ErrorCode::invalidArgument,
+               "margin " + std::to_string(config.margin) + " must be finite and >= 0");
+  if (!(config.cellSize >= 0.0f) || !std::isfinite(config.cellSize))
+    throwError(ErrorCode::invalidArgument,
+               "cell size " + std::to_string(config.cellSize) + " must be finite and >= 0");
+  if (config.structure != Structure::bvh && config.structure != Structure::sweep &&
+      config.structure != Structure::automatic)
+    throwError(ErrorCode::invalidArgument, "unknown structure");
+  scheduler_ = config.arena ? std::make_unique<Scheduler>(*config.arena)
+                            : std::make_unique<Scheduler>(config.threads);
+  structure_ = makeStructure();
+}
+
+// `automatic` is the sweep: measured fastest for a frame's pairs on every
+// standard scene and on static/moving mixes, since statics sit in cells of
+// their own that a frame never re-sorts (figures and how they were measured:
+// docs/threading.md, "automatic").
+std::unique_ptr<BroadPhase::Side> BroadPhase::makeStructure() const {
+  return config_.structure == Structure::bvh ? Side::makeBvh(config_) : Side::makeSweep(config_);
+}
+
+BroadPhase::~BroadPhase() = default;
+
+// --- Proxies ------------------------------------------------------------------
+
+namespace {
+void checkMotion(MotionType motion, const char* what) {
+  if (motion != MotionType::staticBody && motion != MotionType::kinematic &&
+      motion != MotionType::dynamic)
+    throwError(ErrorCode::invalidArgument, std::string(what) + ": motion type " +
+                                               std::to_string(int(motion)) +
+                                               " is not static, kinematic or dynamic");
+}
+
+void checkDesc(const ProxyDesc& d) {
+  if (!isValid(d.box)) throwError(ErrorCode::invalidBox, describeInvalid(d.box));
+  checkMotion(d.motion, "add");
+}
+}  // namespace
+
+ProxyId BroadPhase::add(const ProxyDesc& desc) {
+  checkDesc(desc);
+  const ProxyId id = pool_.allocate();
+  const uint32_t i = id.index;
+  if (i >= rules_.size()) {
+    rules_.resize(i + 1);
+    boxes_.resize(i + 1);
+    userData_.resize(i + 1);
+    inner_.resize(i + 1);
+    state_.resize(i + 1, 0);
+    renewed_.resize(i + 1, 0);
+  }
+  rules_[i] = {desc.filter, desc.motion};
+  boxes_[i] = desc.box;
+  userData_[i] = desc.userData;
+  special_ += isSpecial(desc.motion, desc.filter);
+  state_[i] = kPendingAdd;
+  pendingAdds_.push_back(i);
+  return id;
+}
+
+void BroadPhase::add(std::span<const ProxyDesc> descs, std::span<ProxyId> out) {
+  if (descs.size() != out.size())
+    throwError(ErrorCode::invalidArgument, "add: " + std::to_string(descs.size()) +
+                                               " descriptions but room for " +
+                                               std::to_string(out.size()) + " handles");
+  for (size_t k = 0; k < descs.size(); ++k) {
+    try {
+      checkDesc(descs[k]);
+    } catch (const Error& e) {
+      throwError(e.code(), "add: entry " + std::to_string(k) + ": " + e.what());
+    }
+  }
+  for (size_t k = 0; k < descs.size(); ++k) out[k] = add(descs[k]);
+}
+
+void BroadPhase::checkLive(ProxyId id, const char* what) const {
+  if (!pool_.isLive(id))
+    throwError(ErrorCode::staleHandle,
+               std::string(what) + ": " + handleText(id) +
+                   " is not a live proxy of this broadphase (removed, never issued, or foreign)");
+}
+
+void BroadPhase::remove(ProxyId id) {
+  checkLive(id, "remove");
+  const uint32_t i = id.index;
+  // A proxy that never reached a structure is simply forgotten. Its entries in
+  // pendingAdds_/pendingMoves_ stay behind (finding them would cost O(n) per
+  // remove) and are skipped by applyPending(), which trusts only state_.
+  const bool inStructure = !(state_[i] & kPendingAdd) || (state_[i] & kRehome);
+  if (inStructure) {
+    // The structure keeps the proxy until update(), but queries must never
+    // report it again: its slot stops mapping to this index now (the index
+    // may be reused by the next add before the update). A rehomed proxy's
+    // old slot is queued for removal already.
+    structure_->forget(inner_[i].index);
+    if (!(state_[i] & kRehome)) pendingRemoves_.push_back(inner_[i]);
+    if (!renewed_[i]) renewedList_.push_back(i);
+    renewed_[i] = 1;
+  }
+  special_ -= isSpecial(rules_[i].motion, rules_[i].filter);
+  state_[i] = 0;
+  pool_.release(id);
+}
+
+void BroadPhase::remove(std::span<const ProxyId> ids) {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    checkLive(ids[k], "remove");
+    for (size_t j = 0; j < k; ++j)
+      if (ids[j] == ids[k])
+        throwError(ErrorCode::staleHandle,
+                   "remove: " + handleText(ids[k]) + " appears twice in the batch");
+  }
+  for (ProxyId id : ids) remove(id);
+}
+
+void BroadPhase::move(ProxyId id, const Aabb& box) {
+  checkLive(id, "move");
+  if (!isValid(box)) throwError(ErrorCode::invalidBox, "move: " + describeInvalid(box));
+  recordMove(id.index, box);
+}
+
+void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
+  if (ids.size() != boxes.size())
+    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " handles but " +
+                                               std::to_string(boxes.size()) + " boxes");
+  // Validate everything first (nothing changes if any entry is bad; the
+  // checks only read, so they run in parallel chunks), then record without
+  // checking again, in batch order: this is the per-frame hot path. The
+  // check also notes whether the indices strictly increase (an engine's
+  // usual batch: its bodies in order); then no proxy repeats and the chunks
+  // record side by side, as SweepGrid's batch move writes.
+  const uint32_t n = static_cast<uint32_t>(ids.size());
+  const bool parallel = scheduler_->threadCount() > 1 && n > kMoveChunk;
+  const bool recordInTasks = parallel && n >= kParallelMoves;
+  const EvenChunks split = parallel
+                               ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
+                               : EvenChunks{1, n};
+  chunkAscending_.assign(split.count, 0);
+  std::atomic<bool> bad{false};
+  forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+    if (!allLiveAndValid(pool_, ids, boxes, begin, end)) bad.store(true, std::memory_order_relaxed);
+    if (recordInTasks) chunkAscending_[c] = indicesAscending(ids, begin, end);
+  });
+  if (bad.load(std::memory_order_relaxed))
+    for (size_t k = 0; k < ids.size(); ++k) {
+      checkLive(ids[k], "move");
+      if (!isValid(boxes[k]))
+        throwError(ErrorCode::invalidBox,
+                   "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+    }
+  const size_t listed = pendingMoves_.size();
+  pendingMoves_.resize(listed + n);
+  uint32_t* const out = pendingMoves_.data() + listed;
+  const bool unique = recordInTasks && std::all_of(chunkAscending_.begin(), chunkAscending_.end(),
+                                                   [](uint8_t a) { return a != 0; });
+  uint32_t joined = 0;
+  if (unique) {
+    chunkCount_.resize(split.count);
+    forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+      chunkCount_[c] = recordMoves(ids, boxes, begin, end, out + begin);
+    });
+    joined = closeUp(out, n, split.size, chunkCount_);
+  } else {
+    joined = recordMoves(ids, boxes, 0, n, out);
+  }
+  pendingMoves_.resize(listed + joined);
+}
+
+// recordMove() for entries [begin, end) of a checked batch, without a branch
+// per entry: each index joins the list at `out` unless already pending (a
+// repeat, or an add not applied yet). The slot at out[joined] is written
+// whether or not the entry joins; it lies within the entries' own stretch
+// (joined <= k - begin), so chunks writing side by side never meet.
+// Returns how many joined.
+uint32_t BroadPhase::recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
+                                 uint32_t begin, uint32_t end, uint32_t* out) {
+  Aabb* const stored = boxes_.data();
+  uint8_t* const state = state_.data();
+  uint32_t joined = 0;
+  for (uint32_t k = begin; k < end; ++k) {
+    const uint32_t i = ids[k].index;
+    stored[i] = boxes[k];
+    out[joined] = i;
+    joined += joinsPendingMoves(state[i]);
+    state[i] = movedState(state[i]);
+  }
+  return joined;
+}
+
+void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
+  boxes_[i] = box;
+  if (joinsPendingMoves(state_[i])) pendingMoves_.push_back(i);
+  state_[i] = movedState(state_[i]);
+}
+
+void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
+  checkLive(id, "setFilter");
+  Rules& r = rules_[id.index];
+  special_ += uint32_t(isSpecial(r.motion, filter)) - uint32_t(isSpecial(r.motion, r.filter));
+  r.filter = filter;
+}
+
+void BroadPhase::setUserData(ProxyId id, uint64_t userData) {
+  checkLive(id, "setUserData");
+  userData_[id.index] = userData;
+}
+
+void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
+  checkLive(id, "setMotionType");
+  checkMotion(motion, "setMotionType");
+  const uint32_t i = id.index;
+  Rules& r = rules_[i];
+  special_ += uint32_t(isSpecial(motion, r.filter)) - uint32_t(isSpecial(r.motion, r.filter));
+  const bool wasStatic = r.motion == MotionType::staticBody;
+  r.motion = motion;
+  // The structures keep statics apart (the BVH's static tree, the sweep's
+  // static cells), so a change between static and moving takes the proxy
+  // out of its part and back in at the next update. Not a remove: its
+  // index and pairs stay, so a pair that still stands gets no event.
+  // (accepts() reads rules_ only at the update, and queries do not look at
+  // the motion type, so nothing else changes before then.)
+  if (wasStatic == (motion == MotionType::staticBody) || (state_[i] & kPendingAdd)) return;
+  pendingRemoves_.push_back(inner_[i]);
+  state_[i] = kPendingAdd | kRehome;
+  pendingAdds_.push_back(i);
+}
+
+bool BroadPhase::contains(ProxyId id) const { return pool_.isLive(id); }
+
+uint64_t BroadPhase::userData(uint32_t index) const {
+  if (!pool_.isLiveIndex(index))
+    throwError(ErrorCode::staleHandle, "userData: no live proxy at index " + std::to_string(index));
+  return userData_[index];
+}
+
+ProxyId BroadPhase::handleOf(uint32_t index) const {
+  if (!pool_.isLiveIndex(index))
+    throwError(ErrorCode::staleHandle, "handleOf: no live proxy at index " + std::to_string(index));
+  return pool_.handleOf(index);
+}
+
+ProxyDesc BroadPhase::desc(ProxyId id) const {
+  checkLive(id, "desc");
+  const uint32_t i = id.index;
+  return {boxes_[i], rules_[i].motion, rules_[i].filter, userData_[i]};
+}
+
+uint32_t BroadPhase::proxyCount() const { return pool_.liveCount(); }
+
+// --- The frame ----------------------------------------------------------------
+
+void BroadPhase::applyPending() {
+  // Removals first, so that a slot freed and reused within the frame leaves
+  // its structure before its new occupant arrives.
+  Side& side = *structure_;
+  for (const ProxyId inner : pendingRemoves_) side.remove(inner);
+  pendingRemoves_.clear();
+
+  for (uint32_t i : pendingAdds_) {
+    if (!(state_[i] & kPendingAdd)) continue;  // removed before it arrived, or a duplicate
+    inner_[i] = side.add(boxes_[i], rules_[i].motion == MotionType::staticBody, i);
+    state_[i] = kInStructure;
+  }
+  pendingAdds_.clear();
+
+  // Handles and boxes were validated by move(): one unchecked batch, in the
+  // order of the moves (an engine's batch in body order keeps the
+  // structure's parallel write path). Gathered without a branch per entry:
+  // an index listed but no longer pending (removed since) is written and
+  // not counted. No index is listed twice (a listed proxy is pending until
+  // this point, and a removed one comes back only as a pending add, which
+  // moves do not list), so the chunks gather side by side.
+  const uint32_t n = static_cast<uint32_t>(pendingMoves_.size());
+  if (n == 0) return;
+  const bool parallel = scheduler_->threadCount() > 1 && n >= kParallelMoves;
+  const EvenChunks split = parallel
+                               ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
+                               : EvenChunks{1, n};
+  moveIds_.resize(n);
+  moveBoxes_.resize(n);
+  chunkCount_.resize(split.count);
+  forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+    uint32_t kept = begin;
+    for (uint32_t k = begin; k < end; ++k) {
+      const uint32_t i = pendingMoves_[k];
+      const uint8_t s = state_[i];
+      moveIds_[kept] = inner_[i];
+      moveBoxes_[kept] = boxes_[i];
+      kept += (s & kPendingMove) != 0;
+      state_[i] = uint8_t(s & ~kPendingMove);
+    }
+    chunkCount_[c] = kept - begin;
+  });
+  closeUp(moveIds_.data(), n, split.size, chunkCount_);
+  const uint32_t kept = closeUp(moveBoxes_.data(), n, split.size, chunkCount_);
+  moveIds_.resize(kept);
+  moveBoxes_.resize(kept);
+  if (kept != 0)
+    side.visit(
+        [&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
+  pendingMoves_.clear();
+}
+
+// Filters and motion rules: static-static never reaches here; kinematic-static
+// never pairs, kinematic-kinematic only on request.
+bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
+  if (special_ == 0) return true;  // default filters, no kinematic proxy: every pair stands
+  const Rules& da = rules_[a];
+  const Rules& db = rules_[b];
+  if (!da.filter.accepts(db.filter)) return false;
+  const bool aKin = da.motion == MotionType::kinematic;
+  const bool bKin = db.motion == MotionType::kinematic;
+  if (aKin && (bKin ? !config_.pairKinematicKinematic : db.motion == MotionType::staticBody))
+    return false;
+  if (bKin && da.motion == MotionType::staticBody) return false;
+  return true;
+}
+
+void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
+  Side& main = *structure_;
+  main.findPairs(*scheduler_);
+
+  // Pair k of the structure becomes out[k]: fixed places, so the result does
+  // not depend on the thread count, and a structure whose slots map to
+  // proxies in order (no churn since it was built) hands over sorted pairs
+  // that need no sort, nor a look at the slot map. Pairs the filters reject
+  // are marked, then compacted.
+  const std::vector<Pair>& raw = main.pairs;
+  const std::vector<uint32_t>& outer = main.outer;
+  const uint32_t n = static_cast<uint32_t>(raw.size());
+  constexpr uint32_t kRejected = kNullIndex;
+  out.resize(n);
+  const bool filtered = special_ != 0;
+  const bool identity = main.remapped == 0;
+  const uint32_t threads = uint32_t(scheduler_->threadCount());
+  const EvenChunks split =
+      threads > 1 && n > kPairGrain ? evenChunks(n, kPairGrain, 1, threads) : EvenChunks{1, n};
+  forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+    if (identity && !filtered) {
+      // Slot == proxy index: no dependent load between a pair and its user
+      // data (perf, uniform 10^5, one thread: the map's share of the run
+      // fell from 6.2 % to 3.6 % of the samples).
+      for (uint32_t k = begin; k < end; ++k) {
+        const Pair p = raw[k];
+        out[k] = ProxyPair{p.a, p.b, userData_[p.a], userData_[p.b]};
+      }
+      return;
+    }
+    for (uint32_t k = begin; k < end; ++k) {
+      uint32_t a = outer[raw[k].a];
+      uint32_t b = outer[raw[k].b];
+      if (a > b) std::swap(a, b);
+      // (Without filters every pair stands: no call per pair.)
+      out[k] = !filtered || accepts(a, b) ? ProxyPair{a, b, userData_[a], userData_[b]}
+                                          : ProxyPair{kRejected, kRejected, 0, 0};
+    }
+  });
+  if (special_ != 0)
+    out.erase(
+        std::remove_if(out.begin(), out.end(), [](const ProxyPair& p) { return p.a == kRejected; }),
+        out.end());
+  if (config_.maxPairs != 0 && out.size() > config_.maxPairs) {
+    const size_t total = out.size();
+    out.clear();
+    throwError(ErrorCode::capacityExceeded,
+               "update: " + std::to_string(total) +
+                   " pairs exceed maxPairs = " + std::to_string(config_.maxPairs));
+  }
+  // Keys are unique, so any sort gives the one canonical order.
+  // (The structure's pairs are sorted by slot: with slot == proxy index
+  // they need no check.)
+  auto byKey = [](const ProxyPair& x, const ProxyPair& y) { return x.key() < y.key(); };
+  if (!identity && !std::is_sorted(out.begin(), out.end(), byKey)) {
+    if (out.size() < kPairGrain || scheduler_->threadCount() == 1)
+      std::sort(out.begin(), out.end(), byKey);
+    else
+      scheduler_->run([&] { tbb::parallel_sort(out.begin(), out.end(), byKey); });
+  }
+}
+
+// begun = in this frame's list only, ended = in the last frame's only (or in
+// both but renewed: a proxy removed in between, its slot reused). Both lists
+// are sorted by key, so this is a merge; with workers and many pairs it runs
+// on key ranges in parallel (cut at this frame's chunk starts, found in the
+// last frame's list by binary search) and the pieces are joined in range
+// order: the same lists for any thread count.
+void BroadPhase::computeEvents() {
+  begun_.clear();
+  ended_.clear();
+  const size_t np = previous_.size(), nc = pairs_.size();
+  // A multiple of the thread count, so that the threads end together (three
+  // chunks for uniform 10^5's 49 k pairs left one of two threads idle for a
+  // third of the merge).
+  const size_t threads = size_t(scheduler_->threadCount());
+  const uint32_t chunks =
+      threads > 1 && np + nc >= 4 * size_t(kPairGrain)
+          ? uint32_t(std::min(4 * threads, (nc / kPairGrain + threads) / threads * threads))
+          : 1;
+  // Most frames renew no proxy: then a pair in both lists stands without a
+  // look at renewed_ (two scattered reads a pair).
+  const bool anyRenewed = !renewedList_.empty();
+  auto merge = [&](size_t i, size_t iEnd, size_t j, size_t jEnd, std::vector<ProxyPair>& begun,
+                   std::vector<ProxyPair>& ended) {
+    while (i < iEnd || j < jEnd) {
+      if (j == jEnd || (i < iEnd && previous_[i].key() < pairs_[j].key())) {
+        ended.push_back(previous_[i++]);
+      } else if (i == iEnd || pairs_[j].key() < previous_[i].key()) {
+        begun.push_back(pairs_[j++]);
+      } else {
+        if (anyRenewed && (renewed_[pairs_[j].a] || renewed_[pairs_[j].b])) {
+          ended.push_back(previous_[i]);
+          begun.push_back(pairs_[j]);
+        }
+        ++i;
+        ++j;
+      }
+    }
+  };
+  if (chunks == 1) {
+    merge(0, np, 0, nc, begun_, ended_);
+  } else {
+    eventChunks_.resize(chunks);
+    auto cut = [&](uint32_t c) {  // where chunk c starts in (previous_, pairs_)
+      if (c == chunks) return std::pair<size_t, size_t>(np, nc);
+      const size_t j = nc * c / chunks;
+      if (c == 0) return std::pair<size_t, size_t>(0, 0);
+      const uint64_t key = pairs_[j].key();
+      const size_t i =
+          size_t(std::lower_bound(previous_.begin(), previous_.end(), key,
+                                  [](const ProxyPair& p, uint64_t k) { return p.key() < k; }) -
+                 previous_.begin());
+      return std::pair<size_t, size_t>(i, j);
+    };
+    scheduler_->forEach(0, chunks, 1, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t c = begin; c < end; ++c) {
+        EventChunk& e = eventChunks_[c];
+        e.begun.clear();
+        e.ended.clear();
+        const auto [i, j] = cut(c);
+        const auto [iEnd, jEnd] = cut(c + 1);
+        merge(i, iEnd, j, jEnd, e.begun, e.ended);
+      }
+    });
+    for (const EventChunk& e : eventChunks_) {
+      begun_.insert(begun_.end(), e.begun.begin(), e.begun.end());
+      ended_.insert(ended_.end(), e.ended.begin(), e.ended.end());
+    }
+  }
+  for (uint32_t r : renewedList_) renewed_[r] = 0;
+  renewedList_.clear();
+}
+
+// Moves every proxy into a fresh structure. Proxy indices, handles and the
+// pair lists are untouched, so events stay exact.
+void BroadPhase::rebuild() {
+  applyPending();
+  structure_ = makeStructure();
+  for (uint32_t i = 0; i < rules_.size(); ++i) {
+    if (!pool_.isLiveIndex(i)) continue;
+    inner_[i] = structure_->add(boxes_[i], rules_[i].motion == MotionType::staticBody, i);
+    state_[i] = kInStructure;
+  }
+}
+
+const FramePairs& BroadPhase::update() {
+  applyPending();
+  std::swap(previous_, pairs_);
+  try {
+    collectPairs(pairs_);
+  } catch (...) {
+    std::swap(previous_, pairs_);  // keep the last frame's pairs as they were
+    throw;
+  }
+  computeEvents();
+  frame_ = {pairs_, begun_, ended_};
+  return frame_;
+}
+
+void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
+  // Reuses the merged path's parallel stages but hands each worker's chunk
+  // straight to the consumer instead of merging.
+  applyPending();
+  Side& main = *structure_;
+  main.findPairs(*scheduler_);
+  const std::vector<Pair>& raw = main.pairs;
+  const std::vector<uint32_t>& outer = main.outer;
+  scheduler_->forEach(0, uint32_t(raw.size()), kPairGrain, [&](uint32_t begin, uint32_t end) {
+    ProxyPair chunk[256];
+    int n = 0;
+    for (uint32_t k = begin; k < end; ++k) {
+      uint32_t a = outer[raw[k].a], b = outer[raw[k].b];
+      if (a > b) std::swap(a, b);
+      if (!accepts(a, b)) continue;
+      chunk[n++] = {a, b, userData_[a], userData_[b]};
+      if (n == 256) {
+        consume(std::span<const ProxyPair>(chunk, n));
+        n = 0;
+      }
+    }
+    if (n) consume(std::span<const ProxyPair>(chunk, n));
+  });
+  previous_.clear();
+  pairs_.clear();
+  begun_.clear();
+  ended_.clear();
+  for (uint32_t r : renewedList_) renewed_[r] = 0;
+  renewedList_.clear();
+  frame_ = {};
+}
+
+// --- Large worlds -------------------------------------------------------------
+
+void BroadPhase::shiftOrigin(const Vec3& offset) {
+  if (!isFinite(offset))
+    throwError(ErrorCode::invalidArgument, "shiftOrigin: offset is not finite");
+  // Validate every shifted box before changing anything.
+  for (uint32_t i = 0; i < rules_.size(); ++i) {
+    if (!pool_.isLiveIndex(i)) continue;
+    const Aabb shifted{boxes_[i].min - offset, boxes_[i].max - offset};
+    if (!isValid(shifted))
+      throwError(ErrorCode::invalidBox, "shiftOrigin: proxy " + std::to_string(i) +
+                                            " would become " + describeInvalid(shifted));
+  }
+  applyPending();
+  for (uint32_t i = 0; i < rules_.size(); ++i)
+    if (pool_.isLiveIndex(i)) boxes_[i] = {boxes_[i].min - offset, boxes_[i].max - offset};
+  // Rebuild the structures from scratch: a shift is rare, and a fresh build
+  // gives the trees their best quality in the new frame. Then update the
+  // structure (not its pairs), so that queries answer at once.
+  rebuild();
+  structure_->update(*scheduler_);
+}
+
+// --- Introspection ------------------------------------------------------------
+
+std::string BroadPhase::validate() const {
+  if (std::string e = pool_.validate(); !e.empty()) return "handle pool: " + e;
+  if (std::string e = structure_->validate(); !e.empty()) return "structure: " + e;
+  for (uint32_t i = 0; i < rules_.size(); ++i) {
+    if (!pool_.isLiveIndex(i)) continue;
+    if (!isValid(boxes_[i])) return "proxy " + std::to_string(i) + " holds an invalid box";
+    if (state_[i] & kPendingAdd) continue;
+    const Side& side = *structure_;
+    if (!side.contains(inner_[i]))
+      return "proxy " + std::to_string(i) + " is missing from its structure";
+    if (side.outer[inner_[i].index] != i)
+      return "proxy " + std::to_string(i) + " maps to a structure slot that maps elsewhere";
+  }
+  uint32_t remapped = 0;
+  for (uint32_t slot = 0; slot < structure_->outer.size(); ++slot)
+    remapped += structure_->outer[slot] != kNullIndex && structure_->outer[slot] != slot;
+  if (remapped != structure_->remapped)
+    return "the structure counts " + std::to_string(structure_->remapped) +
+           " slots mapped to other indices, but " + std::to_string(remapped) + " are";
+  const uint32_t inStructures = structure_->proxyCount();
+  uint32_t waiting = 0;
+  for (uint32_t i = 0; i < state_.size(); ++i) waiting += (state_[i] & kPendingAdd) != 0;
+  if (inStructures + waiting != pool_.liveCount() + pendingRemoves_.size())
+    return "structures hold " + std::to_string(inStructures) + " proxies, expected " +
+           std::to_string(pool_.liveCount() + pendingRemoves_.size() - waiting);
+  return {};
+}
+
+size_t BroadPhase::memoryBytes() const {
+  size_t bytes =
+      rules_.capacity() * sizeof(Rules) + userData_.capacity() * sizeof(uint64_t) +
+      inner_.capacity() * sizeof(ProxyId) + state_.capacity() + renewed_.capacity() +
+      pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
+      (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *
+          sizeof(uint32_t) +
+      pendingRemoves_.capacity() * sizeof(ProxyId) + moveIds_.capacity() * sizeof(ProxyId) +
+      chunkAscending_.capacity() + chunkCount_.capacity() * sizeof(uint32_t) +
+      (boxes_.capacity() + moveBoxes_.capacity()) * sizeof(Aabb) +
+      (pairs_.capacity() + previous_.capacity() + begun_.capacity() + ended_.capacity()) *
+          sizeof(ProxyPair);
+  return bytes + structure_->memoryBytes();
+}
+
+}  // namespace bp

@@ -1,0 +1,225 @@
+// BroadPhase queries: the structure's callback forms, mapped to proxy indices
+// and filtered inside the traversal, so results (including ties, which go to
+// the lower proxy index) are the same whichever structure is configured.
+#include <broadphase/broad_phase.h>
+
+#include "facade/broad_phase_side.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace bp {
+
+namespace {
+
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+
+Ray checkedRay(const Vec3& origin, const Vec3& direction, float length, const char* what) {
+  if (std::string why = describeInvalidRay(origin, direction, length); !why.empty())
+    throwError(ErrorCode::invalidRay, std::string(what) + ": " + why);
+  return makeRay(origin, direction, length);
+}
+
+void checkRay(const Ray& r, const char* what) {
+  if (std::string why = describeInvalidRay(r.origin, r.direction, r.maxT); !why.empty())
+    throwError(ErrorCode::invalidRay, std::string(what) + ": " + why);
+}
+
+// Casts `ray` through one structure. A ray already clipped to length 0 (by a
+// hit at its origin on another side) can only meet boxes that contain its
+// origin, at t = 0: the structures take no zero-length rays, so that case is
+// a point query.
+template <class Structure, class Callback>
+void castThrough(const Structure& s, const Ray& ray, Callback&& callback) {
+  if (ray.maxT > 0.0f) {
+    s.castRay(ray, callback);
+    return;
+  }
+  s.queryPoint(ray.origin, [&](uint32_t slot) { return callback(slot, 0.0f) >= 0.0f; });
+}
+
+}  // namespace
+
+void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filter& filter) const {
+  if (!isValid(box)) throwError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.queryBox(box, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      return callback(p);
+    });
+  });
+}
+
+void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
+                            const Filter& filter) const {
+  if (!isFinite(point) || !isWithinLimit(point))
+    throwError(ErrorCode::invalidArgument, "queryPoint: point is not finite or beyond 2^24");
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.queryPoint(point, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      return callback(p);
+    });
+  });
+}
+
+namespace {
+
+// Closest or any hit through a BroadPhase's structure, in proxy indices.
+// (Templates only because Side and Rules are BroadPhase's private types.)
+template <class Side, class Rules>
+RayHit castOne(const Side& side, const Ray& ray, RayQuery kind, const Filter& filter,
+               const std::vector<Rules>& rules) {
+  RayHit best;
+  side.visit([&](const auto& s) {
+    castThrough(s, ray, [&](uint32_t slot, float t) -> float {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(rules[p].filter)) return kInfinity;
+      const RayHit h{p, t};
+      if (kind == RayQuery::any) {
+        best = h;
+        return -1.0f;
+      }
+      if (!best.hit() || hitBefore(h, best)) best = h;
+      return best.t;  // clip: only hits at or before the best remain
+    });
+  });
+  return best;
+}
+
+}  // namespace
+
+RayHit BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length, RayQuery kind,
+                           const Filter& filter) const {
+  return castRay(checkedRay(origin, direction, length, "castRay"), kind, filter);
+}
+
+void BroadPhase::castRayAll(const Vec3& origin, const Vec3& direction, float length,
+                            std::vector<RayHit>& out, const Filter& filter) const {
+  castRayAll(checkedRay(origin, direction, length, "castRayAll"), out, filter);
+}
+
+RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) const {
+  checkRay(ray, "castRay");
+  if (kind == RayQuery::all)
+    throwError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
+  return castOne(*structure_, ray, kind, filter, rules_);
+}
+
+void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter) const {
+  checkRay(ray, "castRayAll");
+  out.clear();
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.castRay(ray, [&](uint32_t slot, float t) -> float {
+      const uint32_t p = side.outer[slot];
+      if (p != kNullIndex && filter.accepts(rules_[p].filter)) out.push_back({p, t});
+      return kInfinity;
+    });
+  });
+  std::sort(out.begin(), out.end(), hitBefore);
+}
+
+void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length,
+                         RayCallback callback, const Filter& filter) const {
+  const Ray r = checkedRay(origin, direction, length, "castRay");
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    castThrough(s, r, [&](uint32_t slot, float t) -> float {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return kInfinity;
+      return callback(p, t);
+    });
+  });
+}
+
+void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind,
+                          const Filter& filter) const {
+  if (rays.size() != out.size())
+    throwError(ErrorCode::invalidArgument, "castRays: " + std::to_string(rays.size()) +
+                                               " rays but room for " + std::to_string(out.size()) +
+                                               " results");
+  if (kind == RayQuery::all)
+    throwError(ErrorCode::invalidArgument, "castRays: batches take closest or any");
+  for (size_t k = 0; k < rays.size(); ++k)
+    checkRay(rays[k], ("castRays: ray " + std::to_string(k)).c_str());
+  // Each ray writes only its own slot: the result is the same for any split.
+  scheduler_->forEach(0, uint32_t(rays.size()), 256, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t k = begin; k < end; ++k)
+      out[k] = castOne(*structure_, rays[k], kind, filter, rules_);
+  });
+}
+
+void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
+                         const Filter& filter) const {
+  if (!isFinite(point) || !isWithinLimit(point))
+    throwError(ErrorCode::invalidArgument, "nearest: point is not finite or beyond 2^24");
+  if (k == 0) throwError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
+  out.clear();
+  std::vector<Neighbour> found;
+  const Side& side = *structure_;
+  // Fetch more until k accepted neighbours are in hand and the last one
+  // fetched is strictly farther than the k-th: then no tie at the boundary
+  // can be lost to the structure's own (slot) order.
+  uint32_t want = k;
+  const uint32_t total = side.proxyCount();
+  for (;;) {
+    side.visit([&](const auto& s) { s.nearest(point, want, found); });
+    uint32_t accepted = 0;
+    float kth = kInfinity;
+    auto usable = [&](const Neighbour& n) {
+      const uint32_t p = side.outer[n.proxy];
+      return p != kNullIndex && filter.accepts(rules_[p].filter);
+    };
+    for (const Neighbour& n : found)
+      if (usable(n) && ++accepted == k) {
+        kth = n.distanceSquared;
+        break;
+      }
+    const bool exhausted = found.size() < want || want >= total;
+    if (exhausted || (accepted == k && found.back().distanceSquared > kth)) break;
+    want = std::min<uint64_t>(uint64_t(want) * 2, total);
+  }
+  for (const Neighbour& n : found) {
+    const uint32_t p = side.outer[n.proxy];
+    if (p != kNullIndex && filter.accepts(rules_[p].filter)) out.push_back({p, n.distanceSquared});
+  }
+  std::sort(out.begin(), out.end(), neighbourBefore);
+  if (out.size() > k) out.resize(k);
+}
+
+RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction,
+                           float length, const Filter& filter) const {
+  const Ray ray = checkedRay(origin, direction, length, "castBox");
+  if (!isFinite(halfExtent) || !(halfExtent.minCoeff() >= 0.0f))
+    throwError(ErrorCode::invalidArgument, "castBox: half extent must be finite and >= 0");
+  // Candidates: everything overlapping the swept volume's bounds (slightly
+  // grown so rounding at the far end cannot drop one); then the exact test of
+  // the ray against each box grown by the half extent, as brute::castBox does.
+  const Vec3 end = ray.origin + ray.direction * ray.maxT;
+  Aabb sweep{ray.origin.cwiseMin(end) - halfExtent, ray.origin.cwiseMax(end) + halfExtent};
+  const float slack = 1e-4f * (1.0f + sweep.extent().maxCoeff());
+  sweep = fatten(sweep, slack);
+  RayHit best;
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.queryBox(sweep, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      const Aabb& b = s.box(slot);
+      const Aabb grown{b.min - halfExtent, b.max + halfExtent};
+      float t;
+      if (intersectRayAabb(ray, grown, t)) {
+        const RayHit h{p, t};
+        if (!best.hit() || hitBefore(h, best)) best = h;
+      }
+      return true;
+    });
+  });
+  return best;
+}
+
+}  // namespace bp

@@ -1,0 +1,90 @@
+// BroadPhase::Side: the structure (a Bvh or a SweepGrid) plus the map from its
+// slot indices back to proxy indices. The only place that knows both types;
+// `visit` picks the one this side holds (no base class: the two share a
+// contract, docs/structure_contract.md, not an interface).
+#pragma once
+
+#include <broadphase/broad_phase.h>
+#include "bvh/bvh.h"
+#include "sweep/sweep_grid.h"
+
+#include <memory>
+#include <vector>
+
+namespace bp {
+
+struct BroadPhase::Side {
+  std::unique_ptr<Bvh> bvh;
+  std::unique_ptr<SweepGrid> sweep;
+  std::vector<uint32_t> outer;  // structure slot -> proxy index (kNullIndex when free)
+  std::vector<Pair> pairs;      // this frame's pairs, in structure slots
+  /// Slots that map to a proxy of another index. While 0 (no churn has
+  /// shuffled slots since the structure was built), slot == proxy index and
+  /// the structure's pairs are the proxies' pairs, already sorted.
+  uint32_t remapped = 0;
+
+  static std::unique_ptr<Side> makeBvh(const BroadPhaseConfig& c) {
+    auto s = std::make_unique<Side>();
+    BvhConfig bc;
+    bc.margin = c.margin;
+    s->bvh = std::make_unique<Bvh>(bc);
+    return s;
+  }
+  static std::unique_ptr<Side> makeSweep(const BroadPhaseConfig& c) {
+    auto s = std::make_unique<Side>();
+    SweepGridConfig sc;
+    sc.cellSize = c.cellSize;
+    s->sweep = std::make_unique<SweepGrid>(sc);
+    return s;
+  }
+
+  template <class Fn>
+  decltype(auto) visit(Fn&& fn) {
+    return bvh ? fn(*bvh) : fn(*sweep);
+  }
+  template <class Fn>
+  decltype(auto) visit(Fn&& fn) const {
+    return bvh ? fn(static_cast<const Bvh&>(*bvh)) : fn(static_cast<const SweepGrid&>(*sweep));
+  }
+
+  ProxyId add(const Aabb& box, bool isStatic, uint32_t proxyIndex) {
+    const ProxyId id = visit([&](auto& s) { return s.add(box, isStatic); });
+    if (id.index >= outer.size()) outer.resize(id.index + 1, kNullIndex);
+    forget(id.index);
+    outer[id.index] = proxyIndex;
+    remapped += proxyIndex != id.index;
+    return id;
+  }
+  void remove(ProxyId id) {
+    visit([&](auto& s) { s.remove(id); });
+    forget(id.index);
+  }
+  /// The slot stops mapping to a proxy (queries skip it from now on).
+  void forget(uint32_t slot) {
+    remapped -= outer[slot] != kNullIndex && outer[slot] != slot;
+    outer[slot] = kNullIndex;
+  }
+  /// Applies the structure's pending changes without finding pairs.
+  void update(Scheduler& scheduler) {
+    visit([&](auto& s) { s.update(scheduler); });
+  }
+  void findPairs(Scheduler& scheduler) {
+    visit([&](auto& s) { s.findPairs(scheduler, pairs); });
+  }
+
+  bool contains(ProxyId id) const {
+    return visit([&](const auto& s) { return s.contains(id); });
+  }
+  uint32_t proxyCount() const {
+    return visit([&](const auto& s) { return s.proxyCount(); });
+  }
+  std::string validate() const {
+    return visit([&](const auto& s) { return s.validate(); });
+  }
+  size_t memoryBytes() const {
+    return visit([&](const auto& s) { return s.memoryBytes(); }) +
+           outer.capacity() * sizeof(uint32_t) + pairs.capacity() * sizeof(Pair);
+  }
+};
+
+}  // namespace bp
