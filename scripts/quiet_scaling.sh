@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the two-thread scaling sets of the README ("Two threads", session 10)
+# Runs the two-thread scaling sets of docs/performance.md
 # only in quiet stretches of a noisy VM: a set starts when one core round
 # trip is under 150 ns and a one-thread `static` 10^5 probe runs under
 # PROBE_MS, and then runs every scene three ways: as bpbench does by default

@@ -27,10 +27,10 @@ void handlesOf(std::span<const uint32_t> ids, const std::vector<bp::ProxyId>& ha
 // The handles of a frame's moves, mapped from scene ids by stageMoves()
 // outside the timed frame: an engine keeps each body's handle in the body and
 // reads it while it gathers the boxes, which bpbench does untimed as well.
-// (Counted in the frame until session 10, the mapping was the adapter's
-// work, not the structure's: on `static` 10^5 a serial pass of about 50 k
-// cycles, cold, a tenth of the two-thread frame; 28 us of uniform 10^5's
-// one-thread frame.) move() maps again, timed, when it is given other ids
+// (The mapping is the adapter's work, not the structure's: counted in the
+// frame it would be, on `static` 10^5, a serial pass of about 50 k cycles,
+// cold, a tenth of the two-thread frame; 28 us of uniform 10^5's one-thread
+// frame.) move() maps again, timed, when it is given other ids
 // than were staged, or a proxy was added or removed since.
 class MoveHandles {
  public:

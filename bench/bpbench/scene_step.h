@@ -3,14 +3,13 @@
 //
 // Why it matters: a frame that starts after a long serial stretch finds
 // oneTBB's workers asleep, and waking one costs the calling thread 7-15 us
-// on this project's VMs (docs/threading.md, "Sleeping workers"). Until
-// session 14 bpbench stepped the scene on the calling thread, so whether a
-// frame began with awake workers depended on the scene: a batch of 10^5
-// moves had its handles staged in parallel just before the frame (the
-// workers woke there, untimed), static's 10^4 in one inline chunk (they
-// slept). Stepping on the workers treats every scene alike, as Box2D's and
-// Jolt's steps reach their broadphase: right after parallel work on the
-// same workers. `--serial-step` gives the other case for every scene.
+// on this project's VMs (docs/threading.md, "Sleeping workers"). Stepped
+// on the calling thread, whether a frame began with awake workers would
+// depend on the scene: a batch of 10^5 moves has its handles staged in
+// parallel just before the frame (the workers wake there, untimed),
+// static's 10^4 in one inline chunk (they sleep). Stepping on the workers treats every scene alike,
+// as Box2D's and Jolt's steps reach their broadphase: right after parallel work on the same
+// workers. `--serial-step` gives the other case for every scene.
 #pragma once
 
 #include <broadphase/jobs/scheduler.h>

@@ -10,8 +10,8 @@
 //
 //   build/release/bench/bp_micro_bench --benchmark_filter=CrossCoreGather
 //
-// Session 12, Zen 5 VM, both times with the core round trip near 480 ns:
-// at first local 1.1 ns a box and remote 3.3 (a /tmp driver of the same
+// On the project's Zen 5 VM, both times with the core round trip near
+// 480 ns: at first local 1.1 ns a box and remote 3.3 (a /tmp driver of the same
 // design, 2.4 against 7.0 TSC cycles); half an hour later local 3.6-4.7 ns
 // and remote 2.8-3.2 (this benchmark, three runs): the boxes one core had
 // just written then came back from DRAM (most likely: the VM's share of the L3

@@ -5,7 +5,7 @@
 // caller finishes alone count as "missed".
 // WakeCall: what waking costs the thread that wakes: after the same serial
 // gap, the time Scheduler::wake() takes to return (an enqueue, after which
-// oneTBB wakes a sleeping worker). Session 13, Zen 5 VM: 0.1 us after gaps
+// oneTBB wakes a sleeping worker). On the project's Zen 5 VM: 0.1 us after gaps
 // of 10-100 us (the worker still spinning), 7.3-8.0 us (p50) after 1-10 ms,
 // in most runs (one early run read 0.17 us at 1 ms). Inside a two-thread
 // `static` 10^5 frame the first fork's entry took the caller 25-31 k TSC

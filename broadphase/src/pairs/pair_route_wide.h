@@ -1,6 +1,6 @@
 // PairRouter's split in AVX-512 (pair_router.h): eight pairs a step, each
 // part's pairs compressed to the front of a register and stored whole.
-// Session 13, two threads, N = 10^5: the routing of sizes' 111 k pairs into
+// Two threads, N = 10^5, on the project's Zen 5 VM: the routing of sizes' 111 k pairs into
 // four parts took 345-374 k TSC cycles a frame with the scalar loop and
 // 235-243 k with this one (rdtsc around route() on each worker, summed),
 // uniform's 49 k into two 100 -> 69 k; the sizes frame 1.410 -> 1.370 ms

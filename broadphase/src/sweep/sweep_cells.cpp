@@ -15,8 +15,8 @@
 // compacted, regathered and re-sorted in parallel; (3) empty cells are
 // released.
 //
-// Coherence policy (measured in session 1 with bench/micro/sweep_bench.cpp,
-// one thread, N = 10^5, every box moving, on the code of then): keeping each
+// Coherence policy (measured with bench/micro/sweep_bench.cpp, one thread,
+// N = 10^5, every box moving, on an earlier version of the cells): keeping each
 // cell's order and repairing it by insertion sort cost 6.6 ms a frame on
 // `uniform` against 16.0 ms for a fresh grid every frame (SweepRebuildFrame:
 // hashing every entry into new cells and std::sort per cell), and 92 vs 90 ms
