@@ -1,3 +1,4 @@
+/// \file
 /// ProxyId: the handle a caller keeps for a proxy; HandlePool: where they come
 /// from.
 ///
@@ -18,32 +19,56 @@
 
 namespace bp {
 
+/// The handle of one proxy: 8 bytes, copied freely. Stays valid until the
+/// proxy is removed; after that every copy is stale and rejected with
+/// Error(staleHandle). A default ProxyId names no proxy.
 struct ProxyId {
+  /// The proxy's slot: dense (below the structure's slot capacity) and the
+  /// number that pairs, hits and query callbacks report. kNullIndex in a
+  /// default ProxyId. A removed proxy's index is reused by a later add().
   uint32_t index = UINT32_MAX;
+  /// The slot's generation when the handle was issued; the handle is live
+  /// while it equals the slot's current one. Wraps after 2^32 reuses of one
+  /// slot, the only way a stale handle could be accepted again.
   uint32_t generation = 0;
+  /// Same slot and generation: the same proxy, for handles of one structure.
   friend bool operator==(const ProxyId&, const ProxyId&) = default;
 };
 static_assert(sizeof(ProxyId) == 8);
 
+/// The index that names no proxy (UINT32_MAX): that of a default ProxyId and
+/// of a RayHit that missed.
 inline constexpr uint32_t kNullIndex = UINT32_MAX;
 
+/// The allocator of ProxyId handles: one inside BroadPhase and each of its
+/// structures. Public only because BroadPhase holds one by value; an engine
+/// never needs one, it gets handles from BroadPhase::add(). Members marked
+/// internal serve the library's batch checks. Not thread-safe: const members
+/// may run concurrently, any other call needs exclusive access.
 class HandlePool {
  public:
+  /// An empty pool whose generations start at a salt of its own (from a
+  /// process-wide counter; constructing pools concurrently is safe).
   HandlePool();
 
   /// Returns the handle of a fresh or recycled slot. No allocation in steady
   /// state (the free list and the generation array only grow).
   ProxyId allocate();
-  /// Precondition: isLive(id). Bumps the slot's generation.
+  /// Precondition: isLive(id), unchecked (a stale handle corrupts the pool).
+  /// Frees the slot and bumps its generation, so `id` and every copy of it
+  /// become stale.
   void release(ProxyId id);
 
+  /// True when `id` names a live slot of this pool with its current
+  /// generation. Defined for any input: false for a default, stale or
+  /// out-of-range handle, and almost surely for another pool's handle.
   bool isLive(ProxyId id) const {
     return id.index < generation_.size() && live_[id.index] &&
            generation_[id.index] == id.generation;
   }
-  // isLive() without branches, for batch checks whose handles are nearly
-  // always good: an index out of range reads slot 0 (or nothing when the
-  // pool is empty) and fails.
+  /// Internal: isLive() without branches, for batch checks whose handles are
+  /// nearly always good. Same result as isLive() for every input: an index
+  /// out of range reads slot 0 (or nothing when the pool is empty) and fails.
   bool isLiveBranchFree(ProxyId id) const {
     const uint32_t n = static_cast<uint32_t>(generation_.size());
     if (n == 0) return false;
@@ -53,22 +78,38 @@ class HandlePool {
     return (unsigned(inside) & unsigned(live_[i] != 0) &
             unsigned(generation_[i] == id.generation)) != 0;
   }
+  /// True when slot `index` holds a live proxy, whatever its generation.
+  /// False for an index out of range.
   bool isLiveIndex(uint32_t index) const { return index < generation_.size() && live_[index]; }
+  /// The current handle of slot `index`. Precondition: index < capacity(),
+  /// unchecked. On a free slot the handle is not live.
   ProxyId handleOf(uint32_t index) const { return {index, generation_[index]}; }
 
+  /// Slots ever allocated, live or free: every index issued is below it.
+  /// Never shrinks, not even on clear().
   uint32_t capacity() const { return static_cast<uint32_t>(generation_.size()); }
-  // The raw arrays, for vector checks of many handles (allLiveAndValid):
-  // capacity() generations, and capacity() live flags (0 or 1) followed by
-  // kLivePadding zero bytes, so that a dword may be read at any flag.
+  /// Internal: zero bytes after the last live flag (see liveFlags()), so that
+  /// a 4-byte read at any flag stays inside the array.
   static constexpr uint32_t kLivePadding = 3;
+  /// Internal: the capacity() generations, indexed by slot, for vector checks
+  /// of many handles. Invalidated by allocate() and reserve().
   const uint32_t* generations() const { return generation_.data(); }
+  /// Internal: capacity() live flags (1 live, 0 free) followed by
+  /// kLivePadding zero bytes. Invalidated by allocate() and reserve().
   const uint8_t* liveFlags() const { return live_.data(); }
+  /// Slots live now: allocated and not released.
   uint32_t liveCount() const { return liveCount_; }
+  /// Makes room for `n` slots, so that allocate() does not allocate until
+  /// capacity() reaches `n`.
   void reserve(uint32_t n);
+  /// Releases every live slot at once: all their handles become stale. The
+  /// slots and their generations stay, so no old handle is ever live again;
+  /// the next allocations reuse the indices from 0 upward.
   void clear();
 
-  /// Checks the free list against the live flags; returns an empty string or
-  /// what is wrong.
+  /// Checks the free list against the live flags and the live count; returns
+  /// an empty string, or what is wrong. For tests and the structures'
+  /// validate().
   std::string validate() const;
 
  private:

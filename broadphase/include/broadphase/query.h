@@ -1,3 +1,4 @@
+/// \file
 /// Types shared by the queries of every structure (Bvh, SweepGrid, BroadPhase).
 #pragma once
 
@@ -8,6 +9,7 @@
 
 namespace bp {
 
+/// Which hits a ray query returns.
 enum class RayQuery : uint8_t {
   closest,  ///< the first hit by hitBefore() order
   any,      ///< some hit, the first found: cheapest, for line of sight
@@ -25,6 +27,7 @@ using OverlapCallback = FunctionRef<bool(uint32_t proxy)>;
 ///     which prunes everything farther, as a closest-hit search wants;
 ///   - return a larger value (e.g. infinity) to keep the ray as it is;
 ///   - return a negative value to stop the query at once.
+///
 /// Candidates arrive roughly nearest first, not in exact order.
 using RayCallback = FunctionRef<float(uint32_t proxy, float tEntry)>;
 
@@ -32,11 +35,15 @@ using RayCallback = FunctionRef<float(uint32_t proxy, float tEntry)>;
 /// point to the proxy's box (0 inside). Order: nearer first, ties to the lower
 /// proxy index.
 struct Neighbour {
-  uint32_t proxy;
-  float distanceSquared;
+  uint32_t proxy;         ///< the proxy's index (ProxyId::index)
+  float distanceSquared;  ///< distanceSquared() of math/aabb.h: square world units, 0 inside
+  /// Same proxy and equal distance.
   friend bool operator==(const Neighbour&, const Neighbour&) = default;
 };
 
+/// The order of nearest-neighbour results, a strict weak order: nearer
+/// first, ties to the lower proxy index. Queries return their k results
+/// sorted by it.
 inline bool neighbourBefore(const Neighbour& x, const Neighbour& y) {
   return x.distanceSquared < y.distanceSquared ||
          (x.distanceSquared == y.distanceSquared && x.proxy < y.proxy);
