@@ -16,8 +16,18 @@ TEST(Scheduler, ThreadCounts) {
   EXPECT_EQ(Scheduler(1).threadCount(), 1);
   EXPECT_EQ(Scheduler(3).threadCount(), 3);
   EXPECT_GE(Scheduler(0).threadCount(), 1);
-  EXPECT_THROW(Scheduler(-1), std::invalid_argument);
 }
+
+// A negative count is a bug of the caller: an exception where there are
+// exceptions, else a message and abort (BroadPhase checks its count first).
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+TEST(Scheduler, NegativeThreadCountThrows) { EXPECT_THROW(Scheduler(-1), std::invalid_argument); }
+#else
+TEST(SchedulerDeathTest, NegativeThreadCountAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(Scheduler(-1), "thread count -1 is negative");
+}
+#endif
 
 TEST(Scheduler, ForEachCoversRangeExactlyOnce) {
   for (int threads : {1, 2, 8}) {

@@ -1,8 +1,10 @@
 // libFuzzer target: bytes become a sequence of add / remove / move / update /
 // query calls on a BroadPhase with arbitrary floats (NaN, inf, inverted and
 // huge boxes included) and filters, checked against a brute-force model.
-// A rejected call must throw bp::Error and change nothing; after every update
-// the pairs must equal the model's and validate() must pass.
+// Rejected calls go to an error handler that records them (so the target
+// runs the same with and without exceptions): a rejected call must be
+// reported once, return its fallback value and change nothing; after every
+// update the pairs must equal the model's and validate() must pass.
 //
 // Build: clang++ with -DBP_FUZZ=ON (see tests/CMakeLists.txt); run:
 //   build/fuzz/tests/broad_phase_fuzz -max_total_time=60 tests/fuzz/corpus
@@ -14,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -59,9 +62,28 @@ void fail(const char* what) {
   std::abort();
 }
 
+// What the error handler saw since the last take().
+struct Reports {
+  int count = 0;
+  bp::ErrorCode code{};
+  std::string message;
+  // The reports since the last call, then none.
+  int take() { return std::exchange(count, 0); }
+};
+
+void record(bp::ErrorCode code, const char* message, void* context) {
+  Reports& r = *static_cast<Reports*>(context);
+  ++r.count;
+  r.code = code;
+  r.message = message;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Reports reports;
+  bp::setErrorHandler(&record, &reports);
+  reports.take();
   Reader in{data, size};
   const uint8_t head = in.byte();
   const bp::Structure structure = head % 3 == 0   ? bp::Structure::bvh
@@ -101,127 +123,110 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int ops = 0;
   while (!in.empty() && ops++ < 400) {
     const uint8_t op = in.byte() % 8;
-    try {
-      if (op <= 2 || handles.empty()) {
-        bp::ProxyDesc d;
-        d.box = in.box();
-        d.motion = bp::MotionType(in.byte() % 3);
-        d.filter.category = uint64_t(1) << (in.byte() % 3);
-        d.filter.mask = in.byte() < 200 ? ~uint64_t(0) : uint64_t(in.byte());
-        d.userData = ops;
-        const bool valid = bp::isValid(d.box);
-        bool threw = false;
-        bp::ProxyId id{};
-        try {
-          id = bp.add(d);
-        } catch (const bp::Error&) {
-          threw = true;
+    if (op <= 2 || handles.empty()) {
+      bp::ProxyDesc d;
+      d.box = in.box();
+      d.motion = bp::MotionType(in.byte() % 3);
+      d.filter.category = uint64_t(1) << (in.byte() % 3);
+      d.filter.mask = in.byte() < 200 ? ~uint64_t(0) : uint64_t(in.byte());
+      d.userData = ops;
+      const bool valid = bp::isValid(d.box);
+      const bp::ProxyId id = bp.add(d);
+      const bool rejected = reports.take() != 0;
+      if (rejected == valid) fail("add: error reported for a valid box or not for an invalid one");
+      if (rejected &&
+          (reports.code != bp::ErrorCode::invalidBox || !(id == bp::ProxyId{}) || bp.contains(id)))
+        fail("add: a rejected add must report invalidBox and return ProxyId{}");
+      if (!rejected) {
+        if (id.index >= desc.size()) {
+          desc.resize(id.index + 1);
+          live.resize(id.index + 1);
+          handle.resize(id.index + 1);
         }
-        if (threw == valid) fail("add: error thrown for a valid box or not for an invalid one");
-        if (!threw) {
-          if (id.index >= desc.size()) {
-            desc.resize(id.index + 1);
-            live.resize(id.index + 1);
-            handle.resize(id.index + 1);
+        desc[id.index] = d;
+        live[id.index] = 1;
+        if (trace)
+          std::fprintf(stderr, "add %u motion %d %s\n", id.index, int(d.motion),
+                       bp::toString(d.box).c_str());
+        handle[id.index] = id;
+        handles.push_back(id);
+      }
+    } else if (op == 3) {
+      const size_t k = in.byte() % handles.size();
+      const bp::ProxyId id = handles[k];
+      bp.remove(id);
+      live[id.index] = 0;
+      // Queries never report a removed proxy, even before the next update.
+      if (id.index < committedLive.size()) committedLive[id.index] = 0;
+      if (trace) std::fprintf(stderr, "remove %u\n", id.index);
+      handles.erase(handles.begin() + long(k));
+      if (reports.take() != 0) fail(("remove: " + reports.message).c_str());
+      bp.remove(id);  // double remove
+      if (reports.take() != 1 || reports.code != bp::ErrorCode::staleHandle)
+        fail("double remove not rejected");
+    } else if (op == 4 || op == 5) {
+      const bp::ProxyId id = handles[in.byte() % handles.size()];
+      const bp::Aabb b = in.box();
+      bp.move(id, b);
+      const bool rejected = reports.take() != 0;
+      if (rejected == bp::isValid(b)) fail("move: wrong acceptance");
+      if (!rejected) desc[id.index].box = b;  // a rejected move changed nothing
+      if (trace && !rejected)
+        std::fprintf(stderr, "move %u %s\n", id.index, bp::toString(b).c_str());
+    } else if (op == 6) {
+      if (trace) std::fprintf(stderr, "update\n");
+      const bp::FramePairs& f = bp.update();
+      std::vector<bp::Pair> got;
+      for (const bp::ProxyPair& p : f.pairs) got.push_back({p.a, p.b});
+      if (got != expectedPairs()) fail("pairs differ from the model");
+      committed.assign(desc.size(), bp::Aabb{});
+      committedLive = live;
+      // A ray query uses the default filter: a proxy whose mask refuses it
+      // is not a candidate.
+      for (uint32_t i = 0; i < desc.size(); ++i) {
+        committed[i] = desc[i].box;
+        if (!bp::Filter{}.accepts(desc[i].filter)) committedLive[i] = 0;
+      }
+    } else if (!committed.empty()) {
+      // A ray through the committed world; closest hit equals brute force.
+      const bp::Vec3 o(in.coord(), in.coord(), in.coord());
+      const bp::Vec3 d(in.coord(), in.coord(), in.coord());
+      const float len = in.coord();
+      const bool valid = bp::describeInvalidRay(o, d, len).empty();
+      const bp::RayHit hit = bp.castRay(o, d, len);
+      const bool rejected = reports.take() != 0;
+      if (rejected == valid) fail(("castRay: wrong acceptance: " + reports.message).c_str());
+      if (rejected && hit.hit()) fail("castRay: a rejected ray must return a miss");
+      if (!rejected) {
+        const bp::RayHit want =
+            bp::brute::castRayClosest(committed, bp::makeRay(o, d, len), committedLive);
+        if (!(hit == want)) {
+          char text[512];
+          std::snprintf(text, sizeof text,
+                        "closest hit differs from brute force (structure %d): ray o=(%.9g %.9g "
+                        "%.9g) d=(%.9g %.9g %.9g) len=%.9g: got %u at %.9g, want %u at %.9g",
+                        int(structure), o.x(), o.y(), o.z(), d.x(), d.y(), d.z(), len, hit.proxy,
+                        hit.t, want.proxy, want.t);
+          if (want.hit() && std::getenv("BP_FUZZ_DEBUG")) {
+            const bp::Aabb& c = committed[want.proxy];
+            std::fprintf(stderr, "committed box %u: %s; desc now %s; motion %d\n", want.proxy,
+                         bp::toString(c).c_str(), bp::toString(desc[want.proxy].box).c_str(),
+                         int(desc[want.proxy].motion));
+            bp.queryPoint(o, [&](uint32_t p) {
+              std::fprintf(stderr, "  point query at the origin finds %u\n", p);
+              return true;
+            });
+            std::vector<bp::RayHit> all;
+            bp.castRayAll(o, d, len, all);
+            for (const bp::RayHit& h : all)
+              std::fprintf(stderr, "  all-hits: %u at %g\n", h.proxy, h.t);
           }
-          desc[id.index] = d;
-          live[id.index] = 1;
-          if (trace)
-            std::fprintf(stderr, "add %u motion %d %s\n", id.index, int(d.motion),
-                         bp::toString(d.box).c_str());
-          handle[id.index] = id;
-          handles.push_back(id);
-        }
-      } else if (op == 3) {
-        const size_t k = in.byte() % handles.size();
-        const bp::ProxyId id = handles[k];
-        bp.remove(id);
-        live[id.index] = 0;
-        // Queries never report a removed proxy, even before the next update.
-        if (id.index < committedLive.size()) committedLive[id.index] = 0;
-        if (trace) std::fprintf(stderr, "remove %u\n", id.index);
-        handles.erase(handles.begin() + long(k));
-        bool threw = false;
-        try {
-          bp.remove(id);  // double remove
-        } catch (const bp::Error& e) {
-          threw = e.code() == bp::ErrorCode::staleHandle;
-        }
-        if (!threw) fail("double remove not rejected");
-      } else if (op == 4 || op == 5) {
-        const bp::ProxyId id = handles[in.byte() % handles.size()];
-        const bp::Aabb b = in.box();
-        bool threw = false;
-        try {
-          bp.move(id, b);
-        } catch (const bp::Error&) {
-          threw = true;
-        }
-        if (threw == bp::isValid(b)) fail("move: wrong acceptance");
-        if (!threw) desc[id.index].box = b;
-        if (trace && !threw)
-          std::fprintf(stderr, "move %u %s\n", id.index, bp::toString(b).c_str());
-      } else if (op == 6) {
-        if (trace) std::fprintf(stderr, "update\n");
-        const bp::FramePairs& f = bp.update();
-        std::vector<bp::Pair> got;
-        for (const bp::ProxyPair& p : f.pairs) got.push_back({p.a, p.b});
-        if (got != expectedPairs()) fail("pairs differ from the model");
-        committed.assign(desc.size(), bp::Aabb{});
-        committedLive = live;
-        // A ray query uses the default filter: a proxy whose mask refuses it
-        // is not a candidate.
-        for (uint32_t i = 0; i < desc.size(); ++i) {
-          committed[i] = desc[i].box;
-          if (!bp::Filter{}.accepts(desc[i].filter)) committedLive[i] = 0;
-        }
-      } else if (!committed.empty()) {
-        // A ray through the committed world; closest hit equals brute force.
-        const bp::Vec3 o(in.coord(), in.coord(), in.coord());
-        const bp::Vec3 d(in.coord(), in.coord(), in.coord());
-        const float len = in.coord();
-        const bool valid = bp::describeInvalidRay(o, d, len).empty();
-        bp::RayHit hit;
-        bool threw = false;
-        std::string why;
-        try {
-          hit = bp.castRay(o, d, len);
-        } catch (const bp::Error& e) {
-          threw = true;
-          why = e.what();
-        }
-        if (threw == valid) fail(("castRay: wrong acceptance: " + why).c_str());
-        if (!threw) {
-          const bp::RayHit want =
-              bp::brute::castRayClosest(committed, bp::makeRay(o, d, len), committedLive);
-          if (!(hit == want)) {
-            char text[512];
-            std::snprintf(text, sizeof text,
-                          "closest hit differs from brute force (structure %d): ray o=(%.9g %.9g "
-                          "%.9g) d=(%.9g %.9g %.9g) len=%.9g: got %u at %.9g, want %u at %.9g",
-                          int(structure), o.x(), o.y(), o.z(), d.x(), d.y(), d.z(), len, hit.proxy,
-                          hit.t, want.proxy, want.t);
-            if (want.hit() && std::getenv("BP_FUZZ_DEBUG")) {
-              const bp::Aabb& c = committed[want.proxy];
-              std::fprintf(stderr, "committed box %u: %s; desc now %s; motion %d\n", want.proxy,
-                           bp::toString(c).c_str(), bp::toString(desc[want.proxy].box).c_str(),
-                           int(desc[want.proxy].motion));
-              bp.queryPoint(o, [&](uint32_t p) {
-                std::fprintf(stderr, "  point query at the origin finds %u\n", p);
-                return true;
-              });
-              std::vector<bp::RayHit> all;
-              bp.castRayAll(o, d, len, all);
-              for (const bp::RayHit& h : all)
-                std::fprintf(stderr, "  all-hits: %u at %g\n", h.proxy, h.t);
-            }
-            fail(text);
-          }
+          fail(text);
         }
       }
-    } catch (const bp::Error& e) {
-      fail(e.what());  // the model only makes valid calls outside the checks above
     }
+    // The model only makes valid calls outside the checks above.
+    if (reports.take() != 0) fail(reports.message.c_str());
     if (!bp.validate().empty()) fail(bp.validate().c_str());
   }
   return 0;

@@ -246,7 +246,10 @@ class BroadPhase {
   // moving. Queries still find it there until the update.
   enum : uint8_t { kPendingAdd = 1, kInStructure = 2, kPendingMove = 4, kRehome = 8 };
 
-  void checkLive(ProxyId id, const char* what) const;
+  // Reports a handle that is not live (false then).
+  bool checkLive(ProxyId id, const char* what) const;
+  ProxyId addChecked(const ProxyDesc& desc);
+  void removeChecked(ProxyId id);
   std::unique_ptr<Side> makeStructure() const;
   void rebuild();
   void recordMove(uint32_t index, const Aabb& box);
@@ -263,7 +266,9 @@ class BroadPhase {
   }
   void applyPending();
   bool accepts(uint32_t a, uint32_t b) const;
-  void collectPairs(std::vector<ProxyPair>& out);
+  // False when the frame has more than maxPairs pairs (`out` is then empty);
+  // `found`: how many there are.
+  bool collectPairs(std::vector<ProxyPair>& out, size_t& found);
   void computeEvents();
 
   BroadPhaseConfig config_;

@@ -3,6 +3,7 @@
 #include "bvh/bvh.h"
 #include <broadphase/error.h>
 
+#include "common/report_error.h"
 #include "facade/batch_check.h"
 
 #include <cmath>
@@ -10,42 +11,63 @@
 
 namespace bp {
 
+// A bad field is reported; when the handler returns, the field takes its
+// default and the next field is checked.
 Bvh::Bvh(const BvhConfig& config) : config_(config) {
-  if (!(std::isfinite(config.margin) && config.margin >= 0.0f))
-    throwError(ErrorCode::invalidArgument,
-               "BvhConfig::margin " + std::to_string(config.margin) + " must be finite and >= 0");
-  if (!(std::isfinite(config.displacementScale) && config.displacementScale >= 0.0f))
-    throwError(ErrorCode::invalidArgument, "BvhConfig::displacementScale " +
-                                               std::to_string(config.displacementScale) +
-                                               " must be finite and >= 0");
-  if (!(std::isfinite(config.rebuildRatio) && config.rebuildRatio > 1.0f))
-    throwError(ErrorCode::invalidArgument, "BvhConfig::rebuildRatio " +
-                                               std::to_string(config.rebuildRatio) +
-                                               " must be finite and > 1");
+  const BvhConfig defaults;
+  if (!(std::isfinite(config.margin) && config.margin >= 0.0f)) {
+    reportError(ErrorCode::invalidArgument,
+                "BvhConfig::margin " + std::to_string(config.margin) + " must be finite and >= 0");
+    config_.margin = defaults.margin;
+  }
+  if (!(std::isfinite(config.displacementScale) && config.displacementScale >= 0.0f)) {
+    reportError(ErrorCode::invalidArgument, "BvhConfig::displacementScale " +
+                                                std::to_string(config.displacementScale) +
+                                                " must be finite and >= 0");
+    config_.displacementScale = defaults.displacementScale;
+  }
+  if (!(std::isfinite(config.rebuildRatio) && config.rebuildRatio > 1.0f)) {
+    reportError(ErrorCode::invalidArgument, "BvhConfig::rebuildRatio " +
+                                                std::to_string(config.rebuildRatio) +
+                                                " must be finite and > 1");
+    config_.rebuildRatio = defaults.rebuildRatio;
+  }
   tight_ = config_.margin == 0.0f &&
            (!config_.extendByDisplacement || config_.displacementScale == 0.0f);
 }
 
-void Bvh::checkLive(ProxyId id, const char* operation) const {
-  if (!pool_.isLive(id))
-    throwError(ErrorCode::staleHandle, std::string("Bvh::") + operation + ": handle (index " +
-                                           std::to_string(id.index) + ", generation " +
-                                           std::to_string(id.generation) +
-                                           ") is removed, never issued or foreign");
+bool Bvh::checkLive(ProxyId id, const char* operation) const {
+  if (pool_.isLive(id)) return true;
+  reportError(ErrorCode::staleHandle, std::string("Bvh::") + operation + ": handle (index " +
+                                          std::to_string(id.index) + ", generation " +
+                                          std::to_string(id.generation) +
+                                          ") is removed, never issued or foreign");
+  return false;
 }
 
-void Bvh::checkNoPending(const char* operation) const {
-  if (pending_)
-    throwError(ErrorCode::invalidArgument,
-               std::string("Bvh::") + operation +
-                   ": the structure has pending changes; call update() or findPairs() first");
+bool Bvh::checkNoPending(const char* operation) const {
+  if (!pending_) return true;
+  reportError(ErrorCode::invalidArgument,
+              std::string("Bvh::") + operation +
+                  ": the structure has pending changes; call update() or findPairs() first");
+  return false;
+}
+
+void Bvh::reportDeadIndex(uint32_t index, const char* operation) const {
+  reportError(ErrorCode::staleHandle, std::string("Bvh::") + operation + ": index " +
+                                          std::to_string(index) + " is not live");
 }
 
 ProxyId Bvh::add(const Aabb& box, bool isStatic) {
-  if (!isValid(box)) throwError(ErrorCode::invalidBox, "Bvh::add: " + describeInvalid(box));
+  if (!isValid(box)) {
+    reportError(ErrorCode::invalidBox, "Bvh::add: " + describeInvalid(box));
+    return ProxyId{};
+  }
   // Child slots reserve the top bit for the leaf tag.
-  if (pool_.liveCount() >= kBvhLeafBit - 1)
-    throwError(ErrorCode::capacityExceeded, "Bvh::add: 2^31 - 1 proxies at most");
+  if (pool_.liveCount() >= kBvhLeafBit - 1) {
+    reportError(ErrorCode::capacityExceeded, "Bvh::add: 2^31 - 1 proxies at most");
+    return ProxyId{};
+  }
 
   const ProxyId id = pool_.allocate();
   const uint32_t i = id.index;
@@ -71,7 +93,7 @@ ProxyId Bvh::add(const Aabb& box, bool isStatic) {
 }
 
 void Bvh::remove(ProxyId id) {
-  checkLive(id, "remove");
+  if (!checkLive(id, "remove")) return;
   const uint32_t i = id.index;
   BvhTree& tree = treeOf(i);
   if (leafRef_[i] & kPendingInsert) {
@@ -130,8 +152,11 @@ void Bvh::applyMove(uint32_t i, const Aabb& box) {
 }
 
 void Bvh::move(ProxyId id, const Aabb& box) {
-  checkLive(id, "move");
-  if (!isValid(box)) throwError(ErrorCode::invalidBox, "Bvh::move: " + describeInvalid(box));
+  if (!checkLive(id, "move")) return;
+  if (!isValid(box)) {
+    reportError(ErrorCode::invalidBox, "Bvh::move: " + describeInvalid(box));
+    return;
+  }
   applyMove(id.index, box);
 }
 
@@ -139,16 +164,20 @@ void Bvh::move(ProxyId id, const Aabb& box) {
 // the error paths out of the loop: a frame of the standard scenes moves every
 // proxy, so this loop is a tenth of it.
 void Bvh::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
-  if (ids.size() != boxes.size())
-    throwError(ErrorCode::invalidArgument, "Bvh::move: " + std::to_string(ids.size()) +
-                                               " ids but " + std::to_string(boxes.size()) +
-                                               " boxes");
+  if (ids.size() != boxes.size()) {
+    reportError(ErrorCode::invalidArgument, "Bvh::move: " + std::to_string(ids.size()) +
+                                                " ids but " + std::to_string(boxes.size()) +
+                                                " boxes");
+    return;
+  }
   if (!allLiveAndValid(pool_, ids, boxes, 0, ids.size())) {
     for (size_t k = 0; k < ids.size(); ++k) {
-      checkLive(ids[k], "move");
-      if (!isValid(boxes[k]))
-        throwError(ErrorCode::invalidBox,
-                   "Bvh::move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+      if (!checkLive(ids[k], ("move: entry " + std::to_string(k)).c_str())) return;
+      if (!isValid(boxes[k])) {
+        reportError(ErrorCode::invalidBox,
+                    "Bvh::move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+        return;
+      }
     }
   }
   if (!tight_) {
@@ -173,22 +202,27 @@ void Bvh::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
 }
 
 const Aabb& Bvh::box(uint32_t index) const {
-  if (!pool_.isLiveIndex(index))
-    throwError(ErrorCode::staleHandle, "Bvh::box: index " + std::to_string(index) + " is not live");
+  static const Aabb kNoBox = Aabb::empty();
+  if (!pool_.isLiveIndex(index)) {
+    reportDeadIndex(index, "box");
+    return kNoBox;
+  }
   return exact_[index];
 }
 
 bool Bvh::isStatic(uint32_t index) const {
-  if (!pool_.isLiveIndex(index))
-    throwError(ErrorCode::staleHandle,
-               "Bvh::isStatic: index " + std::to_string(index) + " is not live");
+  if (!pool_.isLiveIndex(index)) {
+    reportDeadIndex(index, "isStatic");
+    return false;
+  }
   return isStatic_[index] != 0;
 }
 
 ProxyId Bvh::handleOf(uint32_t index) const {
-  if (!pool_.isLiveIndex(index))
-    throwError(ErrorCode::staleHandle,
-               "Bvh::handleOf: index " + std::to_string(index) + " is not live");
+  if (!pool_.isLiveIndex(index)) {
+    reportDeadIndex(index, "handleOf");
+    return ProxyId{};
+  }
   return pool_.handleOf(index);
 }
 

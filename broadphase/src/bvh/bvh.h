@@ -144,8 +144,10 @@ class Bvh {
   // (fat_ is then left empty: no second copy to write on every move).
   const Aabb* leafBoxes() const { return tight_ ? exact_.data() : fat_.data(); }
   const Aabb& leafBox(uint32_t index) const { return leafBoxes()[index]; }
-  void checkLive(ProxyId id, const char* operation) const;
-  void checkNoPending(const char* operation) const;
+  // Each reports what is wrong and returns false (see error.h).
+  bool checkLive(ProxyId id, const char* operation) const;
+  bool checkNoPending(const char* operation) const;
+  void reportDeadIndex(uint32_t index, const char* operation) const;
   Aabb fatBoxAfterMove(const Aabb& oldBox, const Aabb& newBox) const;
   void applyMove(uint32_t index, const Aabb& box);
   BvhTreeStats statsOf(const BvhTree& tree) const;

@@ -8,6 +8,8 @@
 #include <broadphase/error.h>
 #include "bvh/bvh.h"
 
+#include "common/report_error.h"
+
 #include <algorithm>
 
 namespace bp {
@@ -27,11 +29,16 @@ bool fartherEntry(const NodeEntry& x, const NodeEntry& y) {
 }  // namespace
 
 void Bvh::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const {
-  checkNoPending("nearest");
-  if (k == 0) throwError(ErrorCode::invalidArgument, "Bvh::nearest: k must be > 0");
-  if (!isFinite(point))
-    throwError(ErrorCode::invalidArgument, "Bvh::nearest: the point is not finite");
   out.clear();
+  if (!checkNoPending("nearest")) return;
+  if (k == 0) {
+    reportError(ErrorCode::invalidArgument, "Bvh::nearest: k must be > 0");
+    return;
+  }
+  if (!isFinite(point)) {
+    reportError(ErrorCode::invalidArgument, "Bvh::nearest: the point is not finite");
+    return;
+  }
 
   const BvhTree* trees[2] = {&dynamic_, &static_};
   std::vector<NodeEntry> open;

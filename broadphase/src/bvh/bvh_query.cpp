@@ -6,6 +6,8 @@
 #include "bvh/bvh.h"
 #include "bvh/bvh_stack.h"
 
+#include "common/report_error.h"
+
 #include <tbb/parallel_sort.h>
 
 #include <algorithm>
@@ -14,10 +16,12 @@ namespace bp {
 
 namespace {
 
-void checkRay(const Ray& ray, const char* operation) {
+// Reports a bad ray (false then).
+bool checkRay(const Ray& ray, const char* operation) {
   const std::string why = describeInvalidRay(ray.origin, ray.direction, ray.maxT);
-  if (!why.empty())
-    throwError(ErrorCode::invalidRay, std::string("Bvh::") + operation + ": " + why);
+  if (why.empty()) return true;
+  reportError(ErrorCode::invalidRay, std::string("Bvh::") + operation + ": " + why);
+  return false;
 }
 
 constexpr uint32_t kMortonOrderRays = 4096;
@@ -207,17 +211,22 @@ void walkOverlaps(const BvhTree* const (&trees)[2], const Aabb* exact, Test&& te
 }  // namespace
 
 void Bvh::queryBox(const Aabb& box, OverlapCallback callback) const {
-  checkNoPending("queryBox");
-  if (!isValid(box)) throwError(ErrorCode::invalidBox, "Bvh::queryBox: " + describeInvalid(box));
+  if (!checkNoPending("queryBox")) return;
+  if (!isValid(box)) {
+    reportError(ErrorCode::invalidBox, "Bvh::queryBox: " + describeInvalid(box));
+    return;
+  }
   const BvhTree* const trees[2] = {&dynamic_, &static_};
   walkOverlaps(
       trees, exact_.data(), [&](const Aabb& b) { return overlaps(b, box); }, callback);
 }
 
 void Bvh::queryPoint(const Vec3& point, OverlapCallback callback) const {
-  checkNoPending("queryPoint");
-  if (!isFinite(point))
-    throwError(ErrorCode::invalidArgument, "Bvh::queryPoint: the point is not finite");
+  if (!checkNoPending("queryPoint")) return;
+  if (!isFinite(point)) {
+    reportError(ErrorCode::invalidArgument, "Bvh::queryPoint: the point is not finite");
+    return;
+  }
   const BvhTree* const trees[2] = {&dynamic_, &static_};
   walkOverlaps(
       trees, exact_.data(), [&](const Aabb& b) { return containsPoint(b, point); }, callback);
@@ -233,17 +242,17 @@ RayHit Bvh::castRayUnchecked(const Ray& ray, RayQuery kind) const {
 }
 
 RayHit Bvh::castRay(const Ray& ray, RayQuery kind) const {
-  checkNoPending("castRay");
-  checkRay(ray, "castRay");
-  if (kind == RayQuery::all)
-    throwError(ErrorCode::invalidArgument, "Bvh::castRay: use castRayAll for RayQuery::all");
+  if (!checkNoPending("castRay") || !checkRay(ray, "castRay")) return RayHit{};
+  if (kind == RayQuery::all) {
+    reportError(ErrorCode::invalidArgument, "Bvh::castRay: use castRayAll for RayQuery::all");
+    return RayHit{};
+  }
   return castRayUnchecked(ray, kind);
 }
 
 void Bvh::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
-  checkNoPending("castRayAll");
-  checkRay(ray, "castRayAll");
   out.clear();
+  if (!checkNoPending("castRayAll") || !checkRay(ray, "castRayAll")) return;
   RayWalk w{ray, Vec3::Zero(), RayMode::all, exact_.data(), ray.maxT, {}};
   w.all = &out;
   BvhStack<RayEntry> stack;
@@ -253,8 +262,7 @@ void Bvh::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
 }
 
 void Bvh::castRay(const Ray& ray, RayCallback callback) const {
-  checkNoPending("castRay");
-  checkRay(ray, "castRay");
+  if (!checkNoPending("castRay") || !checkRay(ray, "castRay")) return;
   RayWalk w{ray, Vec3::Zero(), RayMode::callback, exact_.data(), ray.maxT, {}};
   w.callback = &callback;
   BvhStack<RayEntry> stack;
@@ -264,14 +272,21 @@ void Bvh::castRay(const Ray& ray, RayCallback callback) const {
 
 void Bvh::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<RayHit> out,
                    RayQuery kind) const {
-  checkNoPending("castRays");
-  if (rays.size() != out.size())
-    throwError(ErrorCode::invalidArgument, "Bvh::castRays: " + std::to_string(rays.size()) +
-                                               " rays but " + std::to_string(out.size()) +
-                                               " results");
-  if (kind == RayQuery::all)
-    throwError(ErrorCode::invalidArgument, "Bvh::castRays: RayQuery::all is not a batch query");
-  for (const Ray& r : rays) checkRay(r, "castRays");
+  // On a rejection every slot of `out` holds a miss.
+  const auto reject = [&] { std::fill(out.begin(), out.end(), RayHit{}); };
+  if (!checkNoPending("castRays")) return reject();
+  if (rays.size() != out.size()) {
+    reportError(ErrorCode::invalidArgument, "Bvh::castRays: " + std::to_string(rays.size()) +
+                                                " rays but " + std::to_string(out.size()) +
+                                                " results");
+    return reject();
+  }
+  if (kind == RayQuery::all) {
+    reportError(ErrorCode::invalidArgument, "Bvh::castRays: RayQuery::all is not a batch query");
+    return reject();
+  }
+  for (const Ray& r : rays)
+    if (!checkRay(r, "castRays")) return reject();
   const uint32_t count = static_cast<uint32_t>(rays.size());
   // Only worth it when the tree outgrows the caches.
   const size_t nodes = dynamic_.nodes.size() + static_.nodes.size();
@@ -303,11 +318,12 @@ RayHit Bvh::castGrownClosest(const Ray& ray, const Vec3& grow) const {
 }
 
 RayHit Bvh::castBox(const Vec3& halfExtent, const Ray& ray) const {
-  checkNoPending("castBox");
-  checkRay(ray, "castBox");
-  if (!(isFinite(halfExtent) && isWithinLimit(halfExtent) && halfExtent.minCoeff() >= 0.0f))
-    throwError(ErrorCode::invalidArgument,
-               "Bvh::castBox: the half extent must be finite and >= 0 on every axis");
+  if (!checkNoPending("castBox") || !checkRay(ray, "castBox")) return RayHit{};
+  if (!(isFinite(halfExtent) && isWithinLimit(halfExtent) && halfExtent.minCoeff() >= 0.0f)) {
+    reportError(ErrorCode::invalidArgument,
+                "Bvh::castBox: the half extent must be finite and >= 0 on every axis");
+    return RayHit{};
+  }
   return castGrownClosest(ray, halfExtent);
 }
 

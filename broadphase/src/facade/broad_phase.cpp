@@ -3,6 +3,7 @@
 #include <broadphase/broad_phase.h>
 
 #include "common/even_chunks.h"
+#include "common/report_error.h"
 #include "facade/batch_check.h"
 #include "facade/broad_phase_side.h"
 
@@ -48,21 +49,33 @@ uint32_t closeUp(T* items, uint32_t n, uint32_t chunkSize, std::span<const uint3
 
 }  // namespace
 
+// A bad field is reported; when the handler returns, the field takes its
+// default and the next field is checked.
 BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
-  if (config.arena == nullptr && config.threads < 0)
-    throwError(ErrorCode::invalidArgument,
-               "thread count " + std::to_string(config.threads) + " is negative (0 = all cores)");
-  if (!(config.margin >= 0.0f) || !std::isfinite(config.margin))
-    throwError(ErrorCode::invalidArgument,
-               "margin " + std::to_string(config.margin) + " must be finite and >= 0");
-  if (!(config.cellSize >= 0.0f) || !std::isfinite(config.cellSize))
-    throwError(ErrorCode::invalidArgument,
-               "cell size " + std::to_string(config.cellSize) + " must be finite and >= 0");
+  const BroadPhaseConfig defaults;
+  if (config.arena == nullptr && config.threads < 0) {
+    reportError(ErrorCode::invalidArgument,
+                "thread count " + std::to_string(config.threads) + " is negative (0 = all cores)");
+    config_.threads = defaults.threads;
+  }
+  if (!(config.margin >= 0.0f) || !std::isfinite(config.margin)) {
+    reportError(ErrorCode::invalidArgument,
+                "margin " + std::to_string(config.margin) + " must be finite and >= 0");
+    config_.margin = defaults.margin;
+  }
+  if (!(config.cellSize >= 0.0f) || !std::isfinite(config.cellSize)) {
+    reportError(ErrorCode::invalidArgument,
+                "cell size " + std::to_string(config.cellSize) + " must be finite and >= 0");
+    config_.cellSize = defaults.cellSize;
+  }
   if (config.structure != Structure::bvh && config.structure != Structure::sweep &&
-      config.structure != Structure::automatic)
-    throwError(ErrorCode::invalidArgument, "unknown structure");
-  scheduler_ = config.arena ? std::make_unique<Scheduler>(*config.arena)
-                            : std::make_unique<Scheduler>(config.threads);
+      config.structure != Structure::automatic) {
+    reportError(ErrorCode::invalidArgument,
+                "unknown structure " + std::to_string(int(config.structure)));
+    config_.structure = defaults.structure;
+  }
+  scheduler_ = config_.arena ? std::make_unique<Scheduler>(*config_.arena)
+                             : std::make_unique<Scheduler>(config_.threads);
   structure_ = makeStructure();
 }
 
@@ -79,22 +92,30 @@ BroadPhase::~BroadPhase() = default;
 // --- Proxies ------------------------------------------------------------------
 
 namespace {
-void checkMotion(MotionType motion, const char* what) {
-  if (motion != MotionType::staticBody && motion != MotionType::kinematic &&
-      motion != MotionType::dynamic)
-    throwError(ErrorCode::invalidArgument, std::string(what) + ": motion type " +
-                                               std::to_string(int(motion)) +
-                                               " is not static, kinematic or dynamic");
+bool validMotion(MotionType m) {
+  return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;
 }
-
-void checkDesc(const ProxyDesc& d) {
-  if (!isValid(d.box)) throwError(ErrorCode::invalidBox, describeInvalid(d.box));
-  checkMotion(d.motion, "add");
+bool validDesc(const ProxyDesc& d) { return isValid(d.box) && validMotion(d.motion); }
+// Reports why a description that failed validDesc() is bad, the message
+// after `where` (built only then).
+void reportBadDesc(const ProxyDesc& d, const std::string& where) {
+  if (!isValid(d.box))
+    reportError(ErrorCode::invalidBox, where + describeInvalid(d.box));
+  else
+    reportError(ErrorCode::invalidArgument, where + "motion type " + std::to_string(int(d.motion)) +
+                                                " is not static, kinematic or dynamic");
 }
 }  // namespace
 
 ProxyId BroadPhase::add(const ProxyDesc& desc) {
-  checkDesc(desc);
+  if (!validDesc(desc)) {
+    reportBadDesc(desc, "add: ");
+    return ProxyId{};
+  }
+  return addChecked(desc);
+}
+
+ProxyId BroadPhase::addChecked(const ProxyDesc& desc) {
   const ProxyId id = pool_.allocate();
   const uint32_t i = id.index;
   if (i >= rules_.size()) {
@@ -115,29 +136,37 @@ ProxyId BroadPhase::add(const ProxyDesc& desc) {
 }
 
 void BroadPhase::add(std::span<const ProxyDesc> descs, std::span<ProxyId> out) {
-  if (descs.size() != out.size())
-    throwError(ErrorCode::invalidArgument, "add: " + std::to_string(descs.size()) +
-                                               " descriptions but room for " +
-                                               std::to_string(out.size()) + " handles");
-  for (size_t k = 0; k < descs.size(); ++k) {
-    try {
-      checkDesc(descs[k]);
-    } catch (const Error& e) {
-      throwError(e.code(), "add: entry " + std::to_string(k) + ": " + e.what());
-    }
+  // On a rejection every handle of `out` is ProxyId{}.
+  if (descs.size() != out.size()) {
+    reportError(ErrorCode::invalidArgument, "add: " + std::to_string(descs.size()) +
+                                                " descriptions but room for " +
+                                                std::to_string(out.size()) + " handles");
+    std::fill(out.begin(), out.end(), ProxyId{});
+    return;
   }
-  for (size_t k = 0; k < descs.size(); ++k) out[k] = add(descs[k]);
+  for (size_t k = 0; k < descs.size(); ++k)
+    if (!validDesc(descs[k])) {
+      reportBadDesc(descs[k], "add: entry " + std::to_string(k) + ": ");
+      std::fill(out.begin(), out.end(), ProxyId{});
+      return;
+    }
+  for (size_t k = 0; k < descs.size(); ++k) out[k] = addChecked(descs[k]);
 }
 
-void BroadPhase::checkLive(ProxyId id, const char* what) const {
-  if (!pool_.isLive(id))
-    throwError(ErrorCode::staleHandle,
-               std::string(what) + ": " + handleText(id) +
-                   " is not a live proxy of this broadphase (removed, never issued, or foreign)");
+bool BroadPhase::checkLive(ProxyId id, const char* what) const {
+  if (pool_.isLive(id)) return true;
+  reportError(ErrorCode::staleHandle,
+              std::string(what) + ": " + handleText(id) +
+                  " is not a live proxy of this broadphase (removed, never issued, or foreign)");
+  return false;
 }
 
 void BroadPhase::remove(ProxyId id) {
-  checkLive(id, "remove");
+  if (!checkLive(id, "remove")) return;
+  removeChecked(id);
+}
+
+void BroadPhase::removeChecked(ProxyId id) {
   const uint32_t i = id.index;
   // A proxy that never reached a structure is simply forgotten. Its entries in
   // pendingAdds_/pendingMoves_ stay behind (finding them would cost O(n) per
@@ -160,25 +189,36 @@ void BroadPhase::remove(ProxyId id) {
 
 void BroadPhase::remove(std::span<const ProxyId> ids) {
   for (size_t k = 0; k < ids.size(); ++k) {
-    checkLive(ids[k], "remove");
+    if (!pool_.isLive(ids[k])) {
+      checkLive(ids[k], ("remove: entry " + std::to_string(k)).c_str());
+      return;
+    }
     for (size_t j = 0; j < k; ++j)
-      if (ids[j] == ids[k])
-        throwError(ErrorCode::staleHandle,
-                   "remove: " + handleText(ids[k]) + " appears twice in the batch");
+      if (ids[j] == ids[k]) {
+        reportError(ErrorCode::staleHandle,
+                    "remove: " + handleText(ids[k]) + " appears twice in the batch");
+        return;
+      }
   }
-  for (ProxyId id : ids) remove(id);
+  for (ProxyId id : ids) removeChecked(id);
 }
 
 void BroadPhase::move(ProxyId id, const Aabb& box) {
-  checkLive(id, "move");
-  if (!isValid(box)) throwError(ErrorCode::invalidBox, "move: " + describeInvalid(box));
+  if (!checkLive(id, "move")) return;
+  if (!isValid(box)) {
+    reportError(ErrorCode::invalidBox, "move: " + describeInvalid(box));
+    return;
+  }
   recordMove(id.index, box);
 }
 
 void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
-  if (ids.size() != boxes.size())
-    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " handles but " +
-                                               std::to_string(boxes.size()) + " boxes");
+  if (ids.size() != boxes.size()) {
+    reportError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) +
+                                                " handles but " + std::to_string(boxes.size()) +
+                                                " boxes");
+    return;
+  }
   // Validate everything first (nothing changes if any entry is bad; the
   // checks only read, so they run in parallel chunks), then record without
   // checking again, in batch order: this is the per-frame hot path. The
@@ -197,13 +237,17 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
     if (!allLiveAndValid(pool_, ids, boxes, begin, end)) bad.store(true, std::memory_order_relaxed);
     if (recordInTasks) chunkAscending_[c] = indicesAscending(ids, begin, end);
   });
-  if (bad.load(std::memory_order_relaxed))
+  if (bad.load(std::memory_order_relaxed)) {
+    // The slow search for the first culprit, only now.
     for (size_t k = 0; k < ids.size(); ++k) {
-      checkLive(ids[k], "move");
-      if (!isValid(boxes[k]))
-        throwError(ErrorCode::invalidBox,
-                   "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+      if (!checkLive(ids[k], ("move: entry " + std::to_string(k)).c_str())) return;
+      if (!isValid(boxes[k])) {
+        reportError(ErrorCode::invalidBox,
+                    "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+        return;
+      }
     }
+  }
   const size_t listed = pendingMoves_.size();
   pendingMoves_.resize(listed + n);
   uint32_t* const out = pendingMoves_.data() + listed;
@@ -250,20 +294,25 @@ void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
 }
 
 void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
-  checkLive(id, "setFilter");
+  if (!checkLive(id, "setFilter")) return;
   Rules& r = rules_[id.index];
   special_ += uint32_t(isSpecial(r.motion, filter)) - uint32_t(isSpecial(r.motion, r.filter));
   r.filter = filter;
 }
 
 void BroadPhase::setUserData(ProxyId id, uint64_t userData) {
-  checkLive(id, "setUserData");
+  if (!checkLive(id, "setUserData")) return;
   userData_[id.index] = userData;
 }
 
 void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
-  checkLive(id, "setMotionType");
-  checkMotion(motion, "setMotionType");
+  if (!checkLive(id, "setMotionType")) return;
+  if (!validMotion(motion)) {
+    reportError(ErrorCode::invalidArgument, "setMotionType: motion type " +
+                                                std::to_string(int(motion)) +
+                                                " is not static, kinematic or dynamic");
+    return;
+  }
   const uint32_t i = id.index;
   Rules& r = rules_[i];
   special_ += uint32_t(isSpecial(motion, r.filter)) - uint32_t(isSpecial(r.motion, r.filter));
@@ -284,19 +333,25 @@ void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
 bool BroadPhase::contains(ProxyId id) const { return pool_.isLive(id); }
 
 uint64_t BroadPhase::userData(uint32_t index) const {
-  if (!pool_.isLiveIndex(index))
-    throwError(ErrorCode::staleHandle, "userData: no live proxy at index " + std::to_string(index));
+  if (!pool_.isLiveIndex(index)) {
+    reportError(ErrorCode::staleHandle,
+                "userData: no live proxy at index " + std::to_string(index));
+    return 0;
+  }
   return userData_[index];
 }
 
 ProxyId BroadPhase::handleOf(uint32_t index) const {
-  if (!pool_.isLiveIndex(index))
-    throwError(ErrorCode::staleHandle, "handleOf: no live proxy at index " + std::to_string(index));
+  if (!pool_.isLiveIndex(index)) {
+    reportError(ErrorCode::staleHandle,
+                "handleOf: no live proxy at index " + std::to_string(index));
+    return ProxyId{};
+  }
   return pool_.handleOf(index);
 }
 
 ProxyDesc BroadPhase::desc(ProxyId id) const {
-  checkLive(id, "desc");
+  if (!checkLive(id, "desc")) return ProxyDesc{.box = Aabb::empty()};
   const uint32_t i = id.index;
   return {boxes_[i], rules_[i].motion, rules_[i].filter, userData_[i]};
 }
@@ -372,7 +427,7 @@ bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
   return true;
 }
 
-void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
+bool BroadPhase::collectPairs(std::vector<ProxyPair>& out, size_t& found) {
   Side& main = *structure_;
   main.findPairs(*scheduler_);
 
@@ -415,12 +470,10 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
     out.erase(
         std::remove_if(out.begin(), out.end(), [](const ProxyPair& p) { return p.a == kRejected; }),
         out.end());
+  found = out.size();
   if (config_.maxPairs != 0 && out.size() > config_.maxPairs) {
-    const size_t total = out.size();
     out.clear();
-    throwError(ErrorCode::capacityExceeded,
-               "update: " + std::to_string(total) +
-                   " pairs exceed maxPairs = " + std::to_string(config_.maxPairs));
+    return false;
   }
   // Keys are unique, so any sort gives the one canonical order.
   // (The structure's pairs are sorted by slot: with slot == proxy index
@@ -432,6 +485,7 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
     else
       scheduler_->run([&] { tbb::parallel_sort(out.begin(), out.end(), byKey); });
   }
+  return true;
 }
 
 // begun = in this frame's list only, ended = in the last frame's only (or in
@@ -521,11 +575,12 @@ void BroadPhase::rebuild() {
 const FramePairs& BroadPhase::update() {
   applyPending();
   std::swap(previous_, pairs_);
-  try {
-    collectPairs(pairs_);
-  } catch (...) {
+  if (size_t found = 0; !collectPairs(pairs_, found)) {
     std::swap(previous_, pairs_);  // keep the last frame's pairs as they were
-    throw;
+    reportError(ErrorCode::capacityExceeded,
+                "update: " + std::to_string(found) +
+                    " pairs exceed maxPairs = " + std::to_string(config_.maxPairs));
+    return frame_;
   }
   computeEvents();
   frame_ = {pairs_, begun_, ended_};
@@ -567,15 +622,19 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
 // --- Large worlds -------------------------------------------------------------
 
 void BroadPhase::shiftOrigin(const Vec3& offset) {
-  if (!isFinite(offset))
-    throwError(ErrorCode::invalidArgument, "shiftOrigin: offset is not finite");
+  if (!isFinite(offset)) {
+    reportError(ErrorCode::invalidArgument, "shiftOrigin: offset is not finite");
+    return;
+  }
   // Validate every shifted box before changing anything.
   for (uint32_t i = 0; i < rules_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
     const Aabb shifted{boxes_[i].min - offset, boxes_[i].max - offset};
-    if (!isValid(shifted))
-      throwError(ErrorCode::invalidBox, "shiftOrigin: proxy " + std::to_string(i) +
-                                            " would become " + describeInvalid(shifted));
+    if (!isValid(shifted)) {
+      reportError(ErrorCode::invalidBox, "shiftOrigin: proxy " + std::to_string(i) +
+                                             " would become " + describeInvalid(shifted));
+      return;
+    }
   }
   applyPending();
   for (uint32_t i = 0; i < rules_.size(); ++i)

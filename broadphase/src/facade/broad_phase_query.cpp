@@ -3,6 +3,7 @@
 // the lower proxy index) are the same whichever structure is configured.
 #include <broadphase/broad_phase.h>
 
+#include "common/report_error.h"
 #include "facade/broad_phase_side.h"
 
 #include <algorithm>
@@ -14,15 +15,23 @@ namespace {
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
-Ray checkedRay(const Vec3& origin, const Vec3& direction, float length, const char* what) {
-  if (std::string why = describeInvalidRay(origin, direction, length); !why.empty())
-    throwError(ErrorCode::invalidRay, std::string(what) + ": " + why);
-  return makeRay(origin, direction, length);
+// Reports a bad ray (false then).
+bool checkRay(const Vec3& origin, const Vec3& direction, float length, const char* what) {
+  std::string why = describeInvalidRay(origin, direction, length);
+  if (why.empty()) return true;
+  reportError(ErrorCode::invalidRay, std::string(what) + ": " + why);
+  return false;
 }
 
-void checkRay(const Ray& r, const char* what) {
-  if (std::string why = describeInvalidRay(r.origin, r.direction, r.maxT); !why.empty())
-    throwError(ErrorCode::invalidRay, std::string(what) + ": " + why);
+bool checkRay(const Ray& r, const char* what) {
+  return checkRay(r.origin, r.direction, r.maxT, what);
+}
+
+bool checkPoint(const Vec3& point, const char* what) {
+  if (isFinite(point) && isWithinLimit(point)) return true;
+  reportError(ErrorCode::invalidArgument,
+              std::string(what) + ": point is not finite or beyond 2^24");
+  return false;
 }
 
 // Casts `ray` through one structure. A ray already clipped to length 0 (by a
@@ -41,7 +50,10 @@ void castThrough(const Structure& s, const Ray& ray, Callback&& callback) {
 }  // namespace
 
 void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filter& filter) const {
-  if (!isValid(box)) throwError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
+  if (!isValid(box)) {
+    reportError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
+    return;
+  }
   const Side& side = *structure_;
   side.visit([&](const auto& s) {
     s.queryBox(box, [&](uint32_t slot) {
@@ -54,8 +66,7 @@ void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filte
 
 void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
                             const Filter& filter) const {
-  if (!isFinite(point) || !isWithinLimit(point))
-    throwError(ErrorCode::invalidArgument, "queryPoint: point is not finite or beyond 2^24");
+  if (!checkPoint(point, "queryPoint")) return;
   const Side& side = *structure_;
   side.visit([&](const auto& s) {
     s.queryPoint(point, [&](uint32_t slot) {
@@ -94,24 +105,31 @@ RayHit castOne(const Side& side, const Ray& ray, RayQuery kind, const Filter& fi
 
 RayHit BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length, RayQuery kind,
                            const Filter& filter) const {
-  return castRay(checkedRay(origin, direction, length, "castRay"), kind, filter);
+  if (!checkRay(origin, direction, length, "castRay")) return RayHit{};
+  return castRay(makeRay(origin, direction, length), kind, filter);
 }
 
 void BroadPhase::castRayAll(const Vec3& origin, const Vec3& direction, float length,
                             std::vector<RayHit>& out, const Filter& filter) const {
-  castRayAll(checkedRay(origin, direction, length, "castRayAll"), out, filter);
+  if (!checkRay(origin, direction, length, "castRayAll")) {
+    out.clear();
+    return;
+  }
+  castRayAll(makeRay(origin, direction, length), out, filter);
 }
 
 RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) const {
-  checkRay(ray, "castRay");
-  if (kind == RayQuery::all)
-    throwError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
+  if (!checkRay(ray, "castRay")) return RayHit{};
+  if (kind == RayQuery::all) {
+    reportError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
+    return RayHit{};
+  }
   return castOne(*structure_, ray, kind, filter, rules_);
 }
 
 void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter) const {
-  checkRay(ray, "castRayAll");
   out.clear();
+  if (!checkRay(ray, "castRayAll")) return;
   const Side& side = *structure_;
   side.visit([&](const auto& s) {
     s.castRay(ray, [&](uint32_t slot, float t) -> float {
@@ -125,7 +143,8 @@ void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filt
 
 void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length,
                          RayCallback callback, const Filter& filter) const {
-  const Ray r = checkedRay(origin, direction, length, "castRay");
+  if (!checkRay(origin, direction, length, "castRay")) return;
+  const Ray r = makeRay(origin, direction, length);
   const Side& side = *structure_;
   side.visit([&](const auto& s) {
     castThrough(s, r, [&](uint32_t slot, float t) -> float {
@@ -138,14 +157,21 @@ void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length
 
 void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind,
                           const Filter& filter) const {
+  // On a rejection every slot of `out` holds a miss.
+  const auto reject = [&](ErrorCode code, const std::string& message) {
+    reportError(code, message);
+    std::fill(out.begin(), out.end(), RayHit{});
+  };
   if (rays.size() != out.size())
-    throwError(ErrorCode::invalidArgument, "castRays: " + std::to_string(rays.size()) +
-                                               " rays but room for " + std::to_string(out.size()) +
-                                               " results");
+    return reject(ErrorCode::invalidArgument, "castRays: " + std::to_string(rays.size()) +
+                                                  " rays but room for " +
+                                                  std::to_string(out.size()) + " results");
   if (kind == RayQuery::all)
-    throwError(ErrorCode::invalidArgument, "castRays: batches take closest or any");
+    return reject(ErrorCode::invalidArgument, "castRays: batches take closest or any");
   for (size_t k = 0; k < rays.size(); ++k)
-    checkRay(rays[k], ("castRays: ray " + std::to_string(k)).c_str());
+    if (const Ray& r = rays[k]; !describeInvalidRay(r.origin, r.direction, r.maxT).empty())
+      return reject(ErrorCode::invalidRay, "castRays: ray " + std::to_string(k) + ": " +
+                                               describeInvalidRay(r.origin, r.direction, r.maxT));
   // Each ray writes only its own slot: the result is the same for any split.
   scheduler_->forEach(0, uint32_t(rays.size()), 256, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k)
@@ -155,10 +181,12 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
 
 void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
                          const Filter& filter) const {
-  if (!isFinite(point) || !isWithinLimit(point))
-    throwError(ErrorCode::invalidArgument, "nearest: point is not finite or beyond 2^24");
-  if (k == 0) throwError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
   out.clear();
+  if (!checkPoint(point, "nearest")) return;
+  if (k == 0) {
+    reportError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
+    return;
+  }
   std::vector<Neighbour> found;
   const Side& side = *structure_;
   // Fetch more until k accepted neighbours are in hand and the last one
@@ -193,9 +221,12 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
 
 RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction,
                            float length, const Filter& filter) const {
-  const Ray ray = checkedRay(origin, direction, length, "castBox");
-  if (!isFinite(halfExtent) || !(halfExtent.minCoeff() >= 0.0f))
-    throwError(ErrorCode::invalidArgument, "castBox: half extent must be finite and >= 0");
+  if (!checkRay(origin, direction, length, "castBox")) return RayHit{};
+  if (!isFinite(halfExtent) || !(halfExtent.minCoeff() >= 0.0f)) {
+    reportError(ErrorCode::invalidArgument, "castBox: half extent must be finite and >= 0");
+    return RayHit{};
+  }
+  const Ray ray = makeRay(origin, direction, length);
   // Candidates: everything overlapping the swept volume's bounds (slightly
   // grown so rounding at the far end cannot drop one); then the exact test of
   // the ray against each box grown by the half extent, as brute::castBox does.

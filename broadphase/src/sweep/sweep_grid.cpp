@@ -6,6 +6,7 @@
 #include <broadphase/error.h>
 
 #include "common/even_chunks.h"
+#include "common/report_error.h"
 #include "facade/batch_check.h"
 #include "sweep/sweep_kernel_wide.h"
 #include "sweep/sweep_simd.h"
@@ -20,8 +21,11 @@ namespace bp {
 
 namespace {
 
-void requireValidBox(const Aabb& box) {
-  if (!isValid(box)) throwError(ErrorCode::invalidBox, describeInvalid(box));
+// Reports a bad box, the message after `where` (false then).
+bool checkBox(const Aabb& box, const char* where) {
+  if (isValid(box)) return true;
+  reportError(ErrorCode::invalidBox, std::string(where) + describeInvalid(box));
+  return false;
 }
 
 std::string describeHandle(ProxyId id) {
@@ -31,22 +35,27 @@ std::string describeHandle(ProxyId id) {
 
 }  // namespace
 
+// A bad field is reported; when the handler returns, the field takes its
+// default and the next field is checked.
 SweepGrid::SweepGrid(const SweepGridConfig& config) : config_(config) {
+  const SweepGridConfig defaults;
+  auto reject = [&](auto SweepGridConfig::*field, const char* why) {
+    reportError(ErrorCode::invalidArgument, std::string("SweepGridConfig::") + why);
+    config_.*field = defaults.*field;
+  };
   if (!(config.cellSize >= 0.0f) || !std::isfinite(config.cellSize))
-    throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellSize must be finite and >= 0");
+    reject(&SweepGridConfig::cellSize, "cellSize must be finite and >= 0");
   if (!(config.cellSizeFactor > 0.0f) || !std::isfinite(config.cellSizeFactor))
-    throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellSizeFactor must be > 0");
+    reject(&SweepGridConfig::cellSizeFactor, "cellSizeFactor must be > 0");
   if (!(config.targetBoxesPerCell >= 0.0f) || !std::isfinite(config.targetBoxesPerCell))
-    throwError(ErrorCode::invalidArgument, "SweepGridConfig::targetBoxesPerCell must be >= 0");
+    reject(&SweepGridConfig::targetBoxesPerCell, "targetBoxesPerCell must be >= 0");
   if (!(config.cellStretchX >= 1.0f && config.cellStretchX <= 64.0f))
-    throwError(ErrorCode::invalidArgument, "SweepGridConfig::cellStretchX must be in [1, 64]");
+    reject(&SweepGridConfig::cellStretchX, "cellStretchX must be in [1, 64]");
   if (config.maxCellsPerProxy == 0 || config.maxCellsPerProxy > (1u << 20))
-    throwError(ErrorCode::invalidArgument,
-               "SweepGridConfig::maxCellsPerProxy must be in [1, 2^20]");
+    reject(&SweepGridConfig::maxCellsPerProxy, "maxCellsPerProxy must be in [1, 2^20]");
   if (config.kernel == SweepKernel::wide && !wide::available())
-    throwError(ErrorCode::invalidArgument,
-               "SweepGridConfig::kernel is wide, but this CPU has no AVX-512 (F, BW, VL, DQ)");
-  wide_ = config.kernel != SweepKernel::narrow && wide::available();
+    reject(&SweepGridConfig::kernel, "kernel is wide, but this CPU has no AVX-512 (F, BW, VL, DQ)");
+  wide_ = config_.kernel != SweepKernel::narrow && wide::available();
 }
 
 void SweepGrid::markDirty(uint32_t index) { markMoved(index, kDirtyRelink); }
@@ -59,10 +68,12 @@ void SweepGrid::markMoved(uint32_t index, uint8_t state) {
 }
 
 ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
-  requireValidBox(box);
+  if (!checkBox(box, "SweepGrid::add: ")) return ProxyId{};
   // The grouped cell events tag a leaving proxy with the top bit.
-  if (pool_.liveCount() >= kLeaveEvent - 1)
-    throwError(ErrorCode::capacityExceeded, "SweepGrid::add: 2^31 - 1 proxies at most");
+  if (pool_.liveCount() >= kLeaveEvent - 1) {
+    reportError(ErrorCode::capacityExceeded, "SweepGrid::add: 2^31 - 1 proxies at most");
+    return ProxyId{};
+  }
   const ProxyId id = pool_.allocate();
   if (id.index >= boxes_.size()) {
     const size_t n = size_t(id.index) + 1;
@@ -84,7 +95,10 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
 }
 
 void SweepGrid::remove(ProxyId id) {
-  if (!pool_.isLive(id)) throwError(ErrorCode::staleHandle, describeHandle(id));
+  if (!pool_.isLive(id)) {
+    reportError(ErrorCode::staleHandle, "SweepGrid::remove: " + describeHandle(id));
+    return;
+  }
   pool_.release(id);
   markDirty(id.index);
 }
@@ -129,8 +143,11 @@ StayKey SweepGrid::stayKeyOf(const Aabb& box) const {
 }
 
 void SweepGrid::move(ProxyId id, const Aabb& box) {
-  if (!pool_.isLive(id)) throwError(ErrorCode::staleHandle, describeHandle(id));
-  requireValidBox(box);
+  if (!pool_.isLive(id)) {
+    reportError(ErrorCode::staleHandle, "SweepGrid::move: " + describeHandle(id));
+    return;
+  }
+  if (!checkBox(box, "SweepGrid::move: ")) return;
   moveUnchecked(id.index, box);
 }
 
@@ -172,9 +189,12 @@ void SweepGrid::moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb
 // build alternating).
 void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
                           Scheduler* scheduler, bool checked) {
-  if (ids.size() != boxes.size())
-    throwError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) + " ids but " +
-                                               std::to_string(boxes.size()) + " boxes");
+  if (ids.size() != boxes.size()) {
+    reportError(ErrorCode::invalidArgument, "SweepGrid::move: " + std::to_string(ids.size()) +
+                                                " ids but " + std::to_string(boxes.size()) +
+                                                " boxes");
+    return;
+  }
   // Chunks of at most 8192 entries (evenChunks).
   constexpr uint32_t kChunk = 8192;
   const uint32_t n = static_cast<uint32_t>(ids.size());
@@ -196,15 +216,17 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
   } else if (checked) {
     good = allLiveAndValid(pool_, ids, boxes, 0, n);
   }
-  if (!good)
+  if (!good) {
+    // The slow search for the first culprit, only now.
     for (size_t k = 0; k < n; ++k) {
-      if (!pool_.isLive(ids[k]))
-        throwError(ErrorCode::staleHandle,
-                   "move: entry " + std::to_string(k) + ": " + describeHandle(ids[k]));
-      if (!isValid(boxes[k]))
-        throwError(ErrorCode::invalidBox,
-                   "move: entry " + std::to_string(k) + ": " + describeInvalid(boxes[k]));
+      const std::string entry = "SweepGrid::move: entry " + std::to_string(k) + ": ";
+      if (!pool_.isLive(ids[k])) {
+        reportError(ErrorCode::staleHandle, entry + describeHandle(ids[k]));
+        return;
+      }
+      if (!checkBox(boxes[k], entry.c_str())) return;
     }
+  }
   // Whether update() will surely take its path that needs no stayed list: a
   // batch of n proxies leaves at least n pending when its indices are
   // unique, which is assumed here; if repeats make the guess wrong,
@@ -288,21 +310,33 @@ SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<
   return added;
 }
 
+void SweepGrid::reportDeadIndex(uint32_t index, const char* operation) const {
+  reportError(ErrorCode::staleHandle, std::string("SweepGrid::") + operation + ": index " +
+                                          std::to_string(index) + " is not live");
+}
+
 const Aabb& SweepGrid::box(uint32_t index) const {
-  if (!pool_.isLiveIndex(index))
-    throwError(ErrorCode::staleHandle, "box: index " + std::to_string(index) + " is not live");
+  static const Aabb kNoBox = Aabb::empty();
+  if (!pool_.isLiveIndex(index)) {
+    reportDeadIndex(index, "box");
+    return kNoBox;
+  }
   return boxes_[index].box;
 }
 
 bool SweepGrid::isStatic(uint32_t index) const {
-  if (!pool_.isLiveIndex(index))
-    throwError(ErrorCode::staleHandle, "isStatic: index " + std::to_string(index) + " is not live");
+  if (!pool_.isLiveIndex(index)) {
+    reportDeadIndex(index, "isStatic");
+    return false;
+  }
   return static_[index] != 0;
 }
 
 ProxyId SweepGrid::handleOf(uint32_t index) const {
-  if (!pool_.isLiveIndex(index))
-    throwError(ErrorCode::staleHandle, "handleOf: index " + std::to_string(index) + " is not live");
+  if (!pool_.isLiveIndex(index)) {
+    reportDeadIndex(index, "handleOf");
+    return ProxyId{};
+  }
   return pool_.handleOf(index);
 }
 

@@ -452,7 +452,9 @@ class SweepGrid {
   void findPairsInto(Scheduler& scheduler, Flush&& flush);
 
   // --- queries (sweep_query.cpp)
-  void requireUpToDate(const char* what) const;
+  // Reports pending changes (false then; see error.h).
+  bool checkUpToDate(const char* what) const;
+  void reportDeadIndex(uint32_t index, const char* operation) const;
   template <class OnCell, class OnSegmentEnd>
   void walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnCell&& onCell,
                OnSegmentEnd&& onSegmentEnd) const;

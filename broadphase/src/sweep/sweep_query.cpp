@@ -15,6 +15,8 @@
 #include <broadphase/error.h>
 #include "sweep/sweep_grid.h"
 
+#include "common/report_error.h"
+
 #include <algorithm>
 #include <limits>
 #include <unordered_set>
@@ -29,15 +31,20 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-void requireValidRay(const Ray& ray) {
+// Each reports what is wrong and returns false (see error.h).
+bool checkRay(const Ray& ray, const char* what) {
   const std::string why = describeInvalidRay(ray.origin, ray.direction, ray.maxT);
-  if (!why.empty()) throwError(ErrorCode::invalidRay, why);
+  if (why.empty()) return true;
+  reportError(ErrorCode::invalidRay, std::string("SweepGrid::") + what + ": " + why);
+  return false;
 }
 
-void requireValidPoint(const Vec3& p, const char* what) {
-  if (!isFinite(p) || !isWithinLimit(p))
-    throwError(ErrorCode::invalidArgument,
-               std::string(what) + ": the point is not finite or beyond the coordinate limit");
+bool checkPoint(const Vec3& p, const char* what) {
+  if (isFinite(p) && isWithinLimit(p)) return true;
+  reportError(ErrorCode::invalidArgument,
+              std::string("SweepGrid::") + what +
+                  ": the point is not finite or beyond the coordinate limit");
+  return false;
 }
 
 // Calls fn(k) for each entry k of the cell whose exact box overlaps `box`
@@ -98,10 +105,12 @@ float maxAbs(const Vec3& v) {
 
 }  // namespace
 
-void SweepGrid::requireUpToDate(const char* what) const {
-  if (hasPendingChanges())
-    throwError(ErrorCode::invalidArgument,
-               std::string(what) + ": the SweepGrid has pending changes; call update() first");
+bool SweepGrid::checkUpToDate(const char* what) const {
+  if (!hasPendingChanges()) return true;
+  reportError(ErrorCode::invalidArgument, std::string("SweepGrid::") + what +
+                                              ": the SweepGrid has pending changes; call "
+                                              "update() first");
+  return false;
 }
 
 template <class OnCell, class OnSegmentEnd>
@@ -215,26 +224,28 @@ RayHit SweepGrid::castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) co
 }
 
 RayHit SweepGrid::castRay(const Ray& ray, RayQuery kind) const {
-  requireUpToDate("castRay");
-  requireValidRay(ray);
-  if (kind == RayQuery::all)
-    throwError(ErrorCode::invalidArgument, "castRay: use castRayAll for RayQuery::all");
+  if (!checkUpToDate("castRay") || !checkRay(ray, "castRay")) return RayHit{};
+  if (kind == RayQuery::all) {
+    reportError(ErrorCode::invalidArgument, "SweepGrid::castRay: use castRayAll for RayQuery::all");
+    return RayHit{};
+  }
   return castRayGrown(ray, Vec3::Zero(), kind == RayQuery::any);
 }
 
 RayHit SweepGrid::castBox(const Vec3& halfExtent, const Ray& ray) const {
-  requireUpToDate("castBox");
-  requireValidRay(ray);
+  if (!checkUpToDate("castBox") || !checkRay(ray, "castBox")) return RayHit{};
   if (!isFinite(halfExtent) || !isWithinLimit(halfExtent) || halfExtent.x() < 0.0f ||
-      halfExtent.y() < 0.0f || halfExtent.z() < 0.0f)
-    throwError(ErrorCode::invalidArgument, "castBox: half extent must be finite and >= 0");
+      halfExtent.y() < 0.0f || halfExtent.z() < 0.0f) {
+    reportError(ErrorCode::invalidArgument,
+                "SweepGrid::castBox: half extent must be finite and >= 0");
+    return RayHit{};
+  }
   return castRayGrown(ray, halfExtent, false);
 }
 
 void SweepGrid::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
-  requireUpToDate("castRayAll");
-  requireValidRay(ray);
   out.clear();
+  if (!checkUpToDate("castRayAll") || !checkRay(ray, "castRayAll")) return;
   const float maxT = ray.maxT;
   auto test = [&](uint32_t id, const Aabb& box) {
     float t;
@@ -256,8 +267,7 @@ void SweepGrid::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
 }
 
 void SweepGrid::castRay(const Ray& ray, RayCallback callback) const {
-  requireUpToDate("castRay");
-  requireValidRay(ray);
+  if (!checkUpToDate("castRay") || !checkRay(ray, "castRay")) return;
   float maxT = ray.maxT;
   bool stopped = false;
   std::unordered_set<uint32_t> delivered;
@@ -312,14 +322,22 @@ void SweepGrid::castRay(const Ray& ray, RayCallback callback) const {
 
 void SweepGrid::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<RayHit> out,
                          RayQuery kind) const {
-  requireUpToDate("castRays");
-  if (rays.size() != out.size())
-    throwError(ErrorCode::invalidArgument, "castRays: " + std::to_string(rays.size()) +
-                                               " rays but " + std::to_string(out.size()) +
-                                               " results");
-  if (kind == RayQuery::all)
-    throwError(ErrorCode::invalidArgument, "castRays: RayQuery::all has no single result");
-  for (const Ray& r : rays) requireValidRay(r);
+  // On a rejection every slot of `out` holds a miss.
+  const auto reject = [&] { std::fill(out.begin(), out.end(), RayHit{}); };
+  if (!checkUpToDate("castRays")) return reject();
+  if (rays.size() != out.size()) {
+    reportError(ErrorCode::invalidArgument, "SweepGrid::castRays: " + std::to_string(rays.size()) +
+                                                " rays but " + std::to_string(out.size()) +
+                                                " results");
+    return reject();
+  }
+  if (kind == RayQuery::all) {
+    reportError(ErrorCode::invalidArgument,
+                "SweepGrid::castRays: RayQuery::all has no single result");
+    return reject();
+  }
+  for (const Ray& r : rays)
+    if (!checkRay(r, "castRays")) return reject();
   const bool anyHit = kind == RayQuery::any;
   scheduler.forEach(0, static_cast<uint32_t>(rays.size()), 64, [&](uint32_t begin, uint32_t end) {
     for (uint32_t i = begin; i < end; ++i) out[i] = castRayGrown(rays[i], Vec3::Zero(), anyHit);
@@ -327,8 +345,11 @@ void SweepGrid::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::s
 }
 
 void SweepGrid::queryBox(const Aabb& box, OverlapCallback callback) const {
-  requireUpToDate("queryBox");
-  if (!isValid(box)) throwError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
+  if (!checkUpToDate("queryBox")) return;
+  if (!isValid(box)) {
+    reportError(ErrorCode::invalidBox, "SweepGrid::queryBox: " + describeInvalid(box));
+    return;
+  }
   for (const uint32_t id : overflow_)
     if (overlaps(box, boxes_[id].box) && !callback(id)) return;
   const CellRange q = rangeOf(box);
@@ -344,8 +365,7 @@ void SweepGrid::queryBox(const Aabb& box, OverlapCallback callback) const {
 }
 
 void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
-  requireUpToDate("queryPoint");
-  requireValidPoint(point, "queryPoint");
+  if (!checkUpToDate("queryPoint") || !checkPoint(point, "queryPoint")) return;
   for (const uint32_t id : overflow_)
     if (containsPoint(boxes_[id].box, point) && !callback(id)) return;
   if (cells_.empty()) return;
@@ -369,10 +389,13 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
 // more coordinates than there are cells (a point far from everything), the
 // rest is a scan of all remaining cells.
 void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const {
-  requireUpToDate("nearest");
-  if (k == 0) throwError(ErrorCode::invalidArgument, "nearest: k must be >= 1");
-  requireValidPoint(point, "nearest");
   out.clear();
+  if (!checkUpToDate("nearest")) return;
+  if (k == 0) {
+    reportError(ErrorCode::invalidArgument, "SweepGrid::nearest: k must be >= 1");
+    return;
+  }
+  if (!checkPoint(point, "nearest")) return;
   // A max-heap under neighbourBefore: front() is the worst kept.
   auto offer = [&](uint32_t id) {
     const Neighbour nb{id, distanceSquared(boxes_[id].box, point)};

@@ -26,7 +26,11 @@ namespace bp {
 
 class Scheduler {
  public:
-  // threads == 0: all hardware threads. threads < 0 throws std::invalid_argument.
+  // threads == 0: all hardware threads. threads < 0 is a bug of the caller:
+  // it throws std::invalid_argument in a build with exceptions, and in a
+  // build without (-fno-exceptions) prints the reason to stderr and aborts.
+  // (Unreachable through BroadPhase, which checks its thread count first and
+  // reports it through bp::ErrorHandler.)
   explicit Scheduler(int threads = 0);
   // Borrows an engine's arena; it must outlive this Scheduler.
   explicit Scheduler(tbb::task_arena& shared);
