@@ -27,7 +27,7 @@ class EmbreeBackend final : public Backend {
   void build(const Scene& scene, Scheduler&) override {
     boxes_ = scene.boxes;
     device_ = rtcNewDevice(nullptr);
-    if (!device_) bp::throwError(bp::ErrorCode::invalidArgument, "rtcNewDevice failed");
+    if (!device_) throw bp::Error(bp::ErrorCode::invalidArgument, "rtcNewDevice failed");
     scene_ = rtcNewScene(device_);
     RTCGeometry geom = rtcNewGeometry(device_, RTC_GEOMETRY_TYPE_USER);
     rtcSetGeometryUserPrimitiveCount(geom, static_cast<unsigned>(boxes_.size()));
@@ -73,12 +73,12 @@ class EmbreeBackend final : public Backend {
 
   void castRaysAll(Scheduler&, std::span<const Ray>, std::vector<RayHit>&,
                    std::vector<uint32_t>&) override {
-    bp::throwError(bp::ErrorCode::invalidArgument, "embree: only closest and any are measured");
+    throw bp::Error(bp::ErrorCode::invalidArgument, "embree: only closest and any are measured");
   }
 
  private:
   [[noreturn]] static void pairsOnly() {
-    bp::throwError(bp::ErrorCode::invalidArgument, "embree measures rays only");
+    throw bp::Error(bp::ErrorCode::invalidArgument, "embree measures rays only");
   }
 
   static RTCRay makeRtcRay(const Ray& r) {

@@ -17,8 +17,12 @@
 /// exception, so that no query ever names a dead proxy: a removed proxy is
 /// not reported from the moment remove() returns.
 ///
-/// Errors: every call that rejects its input throws bp::Error (error.h) with a
-/// code and a message, before changing anything. See docs/errors.md.
+/// Errors: a call that rejects its input reports an ErrorCode and a message
+/// before changing anything (error.h): to the error handler if one is
+/// installed, after which the call returns at once with the fallback value
+/// named below and no effect; else by throwing bp::Error (a build with
+/// exceptions) or printing the error and aborting (a build without). See
+/// docs/errors.md, which lists every fallback.
 #pragma once
 
 #include <broadphase/error.h>
@@ -84,7 +88,7 @@ struct BroadPhaseConfig {
   float margin = 0.0f;
   float cellSize = 0.0f;  ///< sweep cell edge; 0 = chosen from the boxes
   bool pairKinematicKinematic = false;
-  /// Upper bound on the pairs of one frame; update() throws
+  /// Upper bound on the pairs of one frame; update() reports
   /// Error(capacityExceeded) instead of exhausting memory. 0 = no bound.
   uint64_t maxPairs = 0;
 };
@@ -111,6 +115,9 @@ struct FramePairs {
 
 class BroadPhase {
  public:
+  /// A bad field (negative thread count, margin or cell size not finite and
+  /// >= 0, unknown structure) is rejected with invalidArgument; fallback:
+  /// that field's default (one report per bad field).
   explicit BroadPhase(const BroadPhaseConfig& config = {});
   ~BroadPhase();
   BroadPhase(const BroadPhase&) = delete;
@@ -118,53 +125,60 @@ class BroadPhase {
 
   // --- Proxies. Cheap: recorded now, applied by the next update(). ---
 
-  /// Throws Error(invalidBox) for a bad box, Error(invalidArgument) for a bad
-  /// motion type.
+  /// Rejects a bad box (invalidBox) or motion type (invalidArgument);
+  /// fallback: ProxyId{}, which contains() rejects.
   ProxyId add(const ProxyDesc& desc);
   /// All validated before any is added; out.size() must equal descs.size().
+  /// Fallback: every entry of `out` is ProxyId{}, and none is added.
   void add(std::span<const ProxyDesc> descs, std::span<ProxyId> out);
-  /// Throws Error(staleHandle) for a removed, unknown or foreign handle.
+  /// Rejects a removed, unknown or foreign handle (staleHandle); fallback:
+  /// nothing removed.
   void remove(ProxyId id);
   void remove(std::span<const ProxyId> ids);  ///< all validated first; no duplicates
-  /// The proxy's new exact box. Throws Error(staleHandle) or Error(invalidBox).
+  /// The proxy's new exact box. Rejects staleHandle or invalidBox; fallback:
+  /// nothing moved (so for the batch form: no entry).
   void move(ProxyId id, const Aabb& box);
   void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);  ///< all validated first
   /// Queries use the new filter at once; pairs follow it from the next
-  /// update() (a pair it rejects then ends, one it accepts begins). Throws
-  /// Error(staleHandle).
+  /// update() (a pair it rejects then ends, one it accepts begins). Rejects
+  /// staleHandle; fallback: no effect.
   void setFilter(ProxyId id, const Filter& filter);
   /// The user data that pairs of the next update() carry and userData()
   /// returns from now on. Pairs already reported keep the data of their
-  /// frame (an ended pair carries what its frame reported). Throws
-  /// Error(staleHandle).
+  /// frame (an ended pair carries what its frame reported). Rejects
+  /// staleHandle; fallback: no effect.
   void setUserData(ProxyId id, uint64_t userData);
   /// A body that falls asleep becomes static, a kinematic body dynamic. The
   /// proxy keeps its handle and index; queries see the change at the next
   /// update(), which moves the proxy between the structure's static and
   /// moving parts when needed. Pairs stay exact: a pair that still stands is
   /// neither ended nor begun, one the motion rules now reject (static with
-  /// static or kinematic) ends, one they now allow begins. Throws
-  /// Error(staleHandle) or Error(invalidArgument) for an unknown motion type.
+  /// static or kinematic) ends, one they now allow begins. Rejects
+  /// staleHandle, or invalidArgument for an unknown motion type; fallback:
+  /// no effect.
   void setMotionType(ProxyId id, MotionType motion);
 
   bool contains(ProxyId id) const;
   /// The live handle at an index (pairs, hits and query callbacks give
-  /// indices). Throws Error(staleHandle) when no proxy lives there.
+  /// indices). Rejects staleHandle when no proxy lives there; fallback
+  /// ProxyId{}.
   ProxyId handleOf(uint32_t index) const;
   /// The user data of the live proxy at an index: the cheap way from a query
   /// callback's or a hit's index to the engine's body (one array read, no
-  /// ProxyDesc copy). Throws Error(staleHandle) when no proxy lives there.
+  /// ProxyDesc copy). Rejects staleHandle when no proxy lives there;
+  /// fallback 0.
   uint64_t userData(uint32_t index) const;
-  /// As last given (the box and motion type may be pending). Throws
-  /// Error(staleHandle).
+  /// As last given (the box and motion type may be pending). Rejects
+  /// staleHandle; fallback ProxyDesc{} with the box Aabb::empty().
   ProxyDesc desc(ProxyId id) const;
   uint32_t proxyCount() const;
 
   // --- The frame. ---
 
   /// Applies every pending add, remove and move, then computes the pairs and
-  /// the begin/end events. Throws Error(capacityExceeded) if maxPairs is
-  /// exceeded (the proxies are updated; the previous pairs are kept).
+  /// the begin/end events. Reports Error(capacityExceeded) if maxPairs is
+  /// exceeded: the proxies are updated, and the fallback is the last frame's
+  /// pairs and events, unchanged (lastPairs() as before).
   const FramePairs& update();
   /// Streaming form for engines that consume pairs per task: `consume` is called
   /// from worker threads with unsorted chunks (filters applied), every pair of
@@ -187,11 +201,13 @@ class BroadPhase {
   // --- Queries: const, thread-safe between updates, see the last update(). ---
   /// Every query takes a filter: a proxy is reported only when the filter and
   /// the proxy's filter accept each other. Results are proxy indices.
+  /// Fallbacks of a rejected query: no callback call, a miss (RayHit{}), an
+  /// empty `out` vector, or every slot of castRays' `out` a miss.
 
   void queryBox(const Aabb& box, OverlapCallback callback, const Filter& filter = {}) const;
   void queryPoint(const Vec3& point, OverlapCallback callback, const Filter& filter = {}) const;
   /// Rays are given as origin, any non-zero direction and a length; a bad ray
-  /// throws Error(invalidRay).
+  /// is rejected with invalidRay.
   RayHit castRay(const Vec3& origin, const Vec3& direction, float length,
                  RayQuery kind = RayQuery::closest, const Filter& filter = {}) const;
   void castRayAll(const Vec3& origin, const Vec3& direction, float length, std::vector<RayHit>& out,
@@ -211,15 +227,15 @@ class BroadPhase {
   /// index. Distance: distanceSquared(box, point) of math/aabb.h, in float
   /// (per axis max(min - p, p - max, 0), squared, summed x, y, z; 0 inside),
   /// so a caller computing the same expression reproduces every tie.
-  /// Throws Error(invalidArgument) for k = 0 or a point that is not finite
-  /// or beyond 2^24.
+  /// Rejects invalidArgument for k = 0 or a point that is not finite or
+  /// beyond 2^24; fallback: `out` empty.
   void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
                const Filter& filter = {}) const;
   /// A box of half-size `halfExtent` centred at `origin` swept along the ray:
   /// the first proxy it touches, as the ray against every box grown by the
   /// half extent (t = 0 for a box touched at the start), ties to the lower
-  /// index. Throws Error(invalidRay), or Error(invalidArgument) for a half
-  /// extent that is not finite or negative.
+  /// index. Rejects invalidRay, or invalidArgument for a half extent that is
+  /// not finite or negative; fallback: a miss.
   RayHit castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction, float length,
                  const Filter& filter = {}) const;
 
@@ -227,9 +243,9 @@ class BroadPhase {
   /// Moves the origin: every proxy's box becomes box - offset. Applied now,
   /// with any pending changes, and the structure is rebuilt in the new frame:
   /// every query answers at once, in shifted coordinates. Pairs are kept; the
-  /// next update() reports only real changes. Throws Error(invalidArgument)
-  /// for a non-finite offset and Error(invalidBox) when a shifted box would
-  /// pass kMaxCoordinate; nothing changes then.
+  /// next update() reports only real changes. Rejects an offset that is not
+  /// finite (invalidArgument) or one that would take a box past
+  /// kMaxCoordinate (invalidBox); fallback: no shift, nothing changes.
   void shiftOrigin(const Vec3& offset);
 
   // --- Introspection. ---

@@ -112,7 +112,11 @@ class Bvh {
   void findPairs(Scheduler& scheduler, std::vector<Pair>& out);
   void findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume);
 
-  // Const queries (throw Error(invalidArgument) while changes are pending).
+  // Const queries (rejected with invalidArgument while changes are pending).
+  // Rejected calls of a Bvh return the same fallbacks as BroadPhase's
+  // (error.h, docs/errors.md): ProxyId{} from add() and handleOf(), no
+  // effect, no callback call, a miss, an empty `out`; box() returns
+  // Aabb::empty(), isStatic() false; a bad BvhConfig field takes its default.
   void queryBox(const Aabb& box, OverlapCallback callback) const;
   void queryPoint(const Vec3& point, OverlapCallback callback) const;
   RayHit castRay(const Ray& ray, RayQuery kind) const;

@@ -114,8 +114,9 @@ struct SweepGridConfig {
   // emptiest), when the CPU has it (checked at run
   // time; the build's baseline stays x86-64-v3), else the 8-lane AVX2 kernel
   // (the scalar loop in a build without AVX2). narrow: always the latter.
-  // wide: the 16-lane kernel on every cell; the constructor throws when the
-  // CPU lacks AVX-512. Every kernel gives the same pairs.
+  // wide: the 16-lane kernel on every cell; the constructor rejects it
+  // (invalidArgument; fallback automatic) when the CPU lacks AVX-512. Every kernel gives the same
+  // pairs.
   SweepKernel kernel = SweepKernel::automatic;
 };
 
@@ -227,8 +228,9 @@ class SweepGrid {
  public:
   explicit SweepGrid(const SweepGridConfig& config = {});
 
-  // Throws Error(invalidBox), or Error(capacityExceeded) past 2^31 - 1 live
-  // proxies.
+  // Rejects invalidBox, or capacityExceeded past 2^31 - 1 live proxies.
+  // Rejected calls of a SweepGrid return the same fallbacks as a Bvh's
+  // (bvh.h, docs/errors.md).
   ProxyId add(const Aabb& box, bool isStatic = false);
   void remove(ProxyId id);
   void move(ProxyId id, const Aabb& box);
