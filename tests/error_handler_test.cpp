@@ -178,10 +178,16 @@ TEST(ErrorHandler, BroadPhaseRejectedCallsReturnTheirFallbackAndChangeNothing) {
     expectError(ErrorCode::staleHandle, [&] { bp.move(lastStale, twoBoxes); });
     expectError(ErrorCode::staleHandle,
                 [&] { bp.setFilter(stale, Filter{.category = 2, .mask = 0}); });
+    expectError(ErrorCode::staleHandle, [&] { bp.setUserData(stale, 77); });
+    expectError(ErrorCode::staleHandle, [&] { bp.setMotionType(stale, MotionType::staticBody); });
+    expectError(ErrorCode::invalidArgument, [&] { bp.setMotionType(a, MotionType(5)); });
+    EXPECT_EQ(bp.desc(a).motion, MotionType::dynamic);
+    EXPECT_EQ(bp.userData(a.index), a.index);
     intact();
 
     EXPECT_EQ(expectError(ErrorCode::staleHandle, [&] { return bp.handleOf(1u << 30); }),
               ProxyId{});
+    EXPECT_EQ(expectError(ErrorCode::staleHandle, [&] { return bp.userData(1u << 30); }), 0u);
     const ProxyDesc d = expectError(ErrorCode::staleHandle, [&] { return bp.desc(stale); });
     EXPECT_TRUE(isEmptyBox(d.box));
     EXPECT_FALSE(isValid(d.box));
