@@ -12,7 +12,17 @@
 
 namespace {
 std::atomic<uint64_t> gAllocations{0};
+
+// What operator new does when malloc fails: throw, or abort in a build
+// without exceptions.
+[[noreturn]] void outOfMemory() {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+  throw std::bad_alloc();
+#else
+  std::abort();
+#endif
 }
+}  // namespace
 
 // These replace the global operators, so memory from `new` comes from malloc
 // and free() is its matching release. GCC 12 inlines a new-expression into a
@@ -24,13 +34,13 @@ std::atomic<uint64_t> gAllocations{0};
 void* operator new(std::size_t size) {
   gAllocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
+  outOfMemory();
 }
 void* operator new(std::size_t size, std::align_val_t align) {
   gAllocations.fetch_add(1, std::memory_order_relaxed);
   const std::size_t a = static_cast<std::size_t>(align);
   if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
+  outOfMemory();
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }

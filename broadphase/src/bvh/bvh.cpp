@@ -202,9 +202,9 @@ void Bvh::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
 }
 
 const Aabb& Bvh::box(uint32_t index) const {
-  static const Aabb kNoBox = Aabb::empty();
   if (!pool_.isLiveIndex(index)) {
     reportDeadIndex(index, "box");
+    static const Aabb kNoBox = Aabb::empty();  // initialised here, off the path that succeeds
     return kNoBox;
   }
   return exact_[index];

@@ -316,9 +316,9 @@ void SweepGrid::reportDeadIndex(uint32_t index, const char* operation) const {
 }
 
 const Aabb& SweepGrid::box(uint32_t index) const {
-  static const Aabb kNoBox = Aabb::empty();
   if (!pool_.isLiveIndex(index)) {
     reportDeadIndex(index, "box");
+    static const Aabb kNoBox = Aabb::empty();  // initialised here, off the path that succeeds
     return kNoBox;
   }
   return boxes_[index].box;
