@@ -28,6 +28,7 @@
 
 namespace bp {
 
+/// What kind of misuse a rejected call was.
 enum class ErrorCode {
   invalidBox,        ///< NaN/inf, inverted, or beyond kMaxCoordinate
   invalidRay,        ///< zero/NaN direction, length <= 0 or not finite, bad origin
@@ -36,13 +37,16 @@ enum class ErrorCode {
   capacityExceeded,  ///< a bounded resource (pair budget, proxy count) ran out
 };
 
+/// The code in words ("invalid box", "stale handle"...): a static string.
 const char* toString(ErrorCode code);
 
 /// What a build with exceptions throws when no handler is installed. what()
 /// reads "broadphase: <code>: <message>".
 class Error : public std::runtime_error {
  public:
+  /// what() becomes "broadphase: " + toString(code) + ": " + message.
   Error(ErrorCode code, const std::string& message);
+  /// The kind of misuse.
   ErrorCode code() const { return code_; }
 
  private:
