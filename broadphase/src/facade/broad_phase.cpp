@@ -238,7 +238,7 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
     if (recordInTasks) chunkAscending_[c] = indicesAscending(ids, begin, end);
   });
   if (bad.load(std::memory_order_relaxed)) {
-    // The slow search for the first culprit, only now.
+    // The slow search for the first culprit runs on this path only.
     for (size_t k = 0; k < ids.size(); ++k) {
       if (!checkLive(ids[k], ("move: entry " + std::to_string(k)).c_str())) return;
       if (!isValid(boxes[k])) {

@@ -217,7 +217,7 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
     good = allLiveAndValid(pool_, ids, boxes, 0, n);
   }
   if (!good) {
-    // The slow search for the first culprit, only now.
+    // The slow search for the first culprit runs on this path only.
     for (size_t k = 0; k < n; ++k) {
       const std::string entry = "SweepGrid::move: entry " + std::to_string(k) + ": ";
       if (!pool_.isLive(ids[k])) {
