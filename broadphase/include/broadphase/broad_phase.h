@@ -1,3 +1,4 @@
+/// \file
 /// BroadPhase: what a physics engine links. One object, either structure
 /// behind it, pairs and ray hits out.
 ///
@@ -44,6 +45,8 @@ namespace bp {
 class Bvh;
 class SweepGrid;
 
+/// Which structure finds the pairs and answers the queries. Every structure
+/// gives the same pairs, events and query results, bit for bit.
 enum class Structure : uint8_t {
   bvh,        ///< one dynamic AABB tree (statics in a tree of their own inside it)
   sweep,      ///< one cell-partitioned sweep-and-prune
@@ -51,6 +54,9 @@ enum class Structure : uint8_t {
               ///< statics in cells of their own (see docs/threading.md, "automatic")
 };
 
+/// How a proxy moves, which decides what it pairs with: static with static
+/// never pairs, kinematic with static never, kinematic with kinematic only
+/// when BroadPhaseConfig::pairKinematicKinematic is set.
 enum class MotionType : uint8_t {
   staticBody,  ///< never moves (moving one is allowed: it re-sorts the static cells or subtree)
   kinematic,   ///< moved by the user; never paired with statics
@@ -60,22 +66,25 @@ enum class MotionType : uint8_t {
 /// Collision filter, as in Box2D: a pair is reported when each accepts the
 /// other, i.e. (a.category & b.mask) != 0 && (b.category & a.mask) != 0.
 struct Filter {
-  uint64_t category = 1;
-  uint64_t mask = ~uint64_t(0);
+  uint64_t category = 1;         ///< the bits this proxy is
+  uint64_t mask = ~uint64_t(0);  ///< the categories it pairs with
+  /// Whether this filter and `other` accept each other (symmetric).
   bool accepts(const Filter& other) const {
     return (category & other.mask) != 0 && (other.category & mask) != 0;
   }
 };
 
+/// What add() takes and desc() returns: everything a proxy is.
 struct ProxyDesc {
-  Aabb box{};
-  MotionType motion = MotionType::dynamic;
-  Filter filter{};
-  uint64_t userData = 0;
+  Aabb box{};                               ///< exact bounds, valid (isValid)
+  MotionType motion = MotionType::dynamic;  ///< see MotionType
+  Filter filter{};                          ///< see Filter
+  uint64_t userData = 0;  ///< carried by its pairs (ProxyPair) and userData(index)
 };
 
+/// How a BroadPhase is built; fixed for its lifetime.
 struct BroadPhaseConfig {
-  Structure structure = Structure::automatic;
+  Structure structure = Structure::automatic;  ///< see Structure
   /// 0: every hardware thread. More than the hardware threads raises
   /// oneTBB's process-wide worker cap (tbb::global_control) while this
   /// BroadPhase lives.
@@ -86,8 +95,8 @@ struct BroadPhaseConfig {
   /// standard scene (see BvhConfig::margin); a margin pays off only when most
   /// proxies barely move between frames.
   float margin = 0.0f;
-  float cellSize = 0.0f;  ///< sweep cell edge; 0 = chosen from the boxes
-  bool pairKinematicKinematic = false;
+  float cellSize = 0.0f;                ///< sweep cell edge; 0 = chosen from the boxes
+  bool pairKinematicKinematic = false;  ///< report kinematic-kinematic pairs too
   /// Upper bound on the pairs of one frame; update() reports
   /// Error(capacityExceeded) instead of exhausting memory. 0 = no bound.
   uint64_t maxPairs = 0;
@@ -96,10 +105,11 @@ struct BroadPhaseConfig {
 /// A pair as the narrowphase receives it: indices a < b of the two proxies
 /// (ProxyId::index) and both user data.
 struct ProxyPair {
-  uint32_t a;
-  uint32_t b;
-  uint64_t userDataA;
-  uint64_t userDataB;
+  uint32_t a;          ///< the lower proxy index
+  uint32_t b;          ///< the higher proxy index
+  uint64_t userDataA;  ///< proxy a's user data in the pair's frame
+  uint64_t userDataB;  ///< proxy b's user data in the pair's frame
+  /// (a << 32) | b: unique per pair, ordered like (a, b).
   uint64_t key() const { return (uint64_t(a) << 32) | b; }
 };
 static_assert(sizeof(ProxyPair) == 24);
@@ -113,6 +123,9 @@ struct FramePairs {
                                      /// including those ended by a remove()
 };
 
+/// The broadphase an engine links: proxies in, pairs, events and query
+/// answers out, over the structure the config names (see the file comment
+/// for the timing model and errors).
 class BroadPhase {
  public:
   /// A bad field (negative thread count, margin or cell size not finite and
@@ -158,6 +171,7 @@ class BroadPhase {
   /// no effect.
   void setMotionType(ProxyId id, MotionType motion);
 
+  /// Whether `id` names a live proxy of this broadphase (never reports).
   bool contains(ProxyId id) const;
   /// The live handle at an index (pairs, hits and query callbacks give
   /// indices). Rejects staleHandle when no proxy lives there; fallback
@@ -171,6 +185,7 @@ class BroadPhase {
   /// As last given (the box and motion type may be pending). Rejects
   /// staleHandle; fallback ProxyDesc{} with the box Aabb::empty().
   ProxyDesc desc(ProxyId id) const;
+  /// Live proxies, pending adds included.
   uint32_t proxyCount() const;
 
   // --- The frame. ---
@@ -186,6 +201,7 @@ class BroadPhase {
   /// lastPairs() is empty after it, and the next update() reports every pair
   /// as begun.
   void update(FunctionRef<void(std::span<const ProxyPair>)> consume);
+  /// The last update()'s pairs and events (empty after the streaming form).
   const FramePairs& lastPairs() const { return frame_; }
   /// Wakes the worker threads for the coming update(), without waiting for
   /// them. A worker that slept between frames takes 5-25 us to join the first
@@ -199,23 +215,33 @@ class BroadPhase {
   void wakeWorkers() { scheduler_->wake(); }
 
   // --- Queries: const, thread-safe between updates, see the last update(). ---
-  /// Every query takes a filter: a proxy is reported only when the filter and
-  /// the proxy's filter accept each other. Results are proxy indices.
-  /// Fallbacks of a rejected query: no callback call, a miss (RayHit{}), an
-  /// empty `out` vector, or every slot of castRays' `out` a miss.
+  // Every query takes a filter: a proxy is reported only when the filter and
+  // the proxy's filter accept each other. Results are proxy indices
+  // (userData(index) gives the engine's data). Fallbacks of a rejected
+  // query: no callback call, a miss (RayHit{}), an empty `out` vector, or
+  // every slot of castRays' `out` a miss.
 
+  /// Calls `callback` for every proxy whose box overlaps `box` (touching
+  /// counts), in no particular order, until it returns false. A bad box is
+  /// rejected with invalidBox.
   void queryBox(const Aabb& box, OverlapCallback callback, const Filter& filter = {}) const;
+  /// Calls `callback` for every proxy whose box contains `point` (boundary
+  /// included), until it returns false. Rejected with invalidArgument when
+  /// the point is not finite or beyond 2^24.
   void queryPoint(const Vec3& point, OverlapCallback callback, const Filter& filter = {}) const;
-  /// Rays are given as origin, any non-zero direction and a length; a bad ray
-  /// is rejected with invalidRay.
+  /// The closest hit (smallest entry t, ties to the lower index) or any hit
+  /// of a ray given as origin, any non-zero direction and a length; a bad ray
+  /// is rejected with invalidRay, RayQuery::all with invalidArgument.
   RayHit castRay(const Vec3& origin, const Vec3& direction, float length,
                  RayQuery kind = RayQuery::closest, const Filter& filter = {}) const;
+  /// Every hit of the ray, sorted by hitBefore() (entry t, then index).
   void castRayAll(const Vec3& origin, const Vec3& direction, float length, std::vector<RayHit>& out,
                   const Filter& filter = {}) const;
-  /// The same for a ray already built with makeRay() (bit-identical results
+  /// castRay for a ray already built with makeRay() (bit-identical results
   /// for callers that keep their rays); validated the same way.
   RayHit castRay(const Ray& ray, RayQuery kind = RayQuery::closest,
                  const Filter& filter = {}) const;
+  /// castRayAll for a ray already built with makeRay().
   void castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter = {}) const;
   /// The narrowphase in the loop (see RayCallback in query.h).
   void castRay(const Vec3& origin, const Vec3& direction, float length, RayCallback callback,
@@ -251,9 +277,9 @@ class BroadPhase {
   // --- Introspection. ---
   std::string validate() const;  ///< empty when every invariant holds
   size_t memoryBytes() const;    ///< heap bytes owned, structures included
-  Structure structure() const { return config_.structure; }
-  Scheduler& scheduler() { return *scheduler_; }
-  int threadCount() const { return scheduler_->threadCount(); }
+  Structure structure() const { return config_.structure; }      ///< as configured
+  Scheduler& scheduler() { return *scheduler_; }                 ///< the arena its tasks run in
+  int threadCount() const { return scheduler_->threadCount(); }  ///< the arena's threads
 
  private:
   struct Side;  // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
