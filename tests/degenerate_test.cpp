@@ -80,10 +80,14 @@ TEST(Degenerate, AllBoxesIdenticalBoundedByMaxPairs) {
         *test::expectError(ErrorCode::capacityExceeded, [&] { return &bp.update(); });
     EXPECT_TRUE(f.pairs.empty());  // the last frame's pairs: none
     EXPECT_EQ(bp.validate(), "");
-    // The streaming form is not bounded by maxPairs: it holds no list.
+    // The streaming form is bounded the same way, and hands out no pair of
+    // the failed frame.
     std::atomic<uint64_t> count{0};
-    bp.update([&](std::span<const ProxyPair> chunk) { count += chunk.size(); });
-    EXPECT_EQ(count.load(), 499500u);
+    test::expectError(ErrorCode::capacityExceeded, [&] {
+      bp.update([&](std::span<const ProxyPair> chunk) { count += chunk.size(); });
+    });
+    EXPECT_EQ(count.load(), 0u);
+    EXPECT_EQ(bp.validate(), "");
   }
 }
 

@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <broadphase/testkit/brute_force.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +88,77 @@ std::vector<uint32_t> ProxyMirror::liveIndices() const {
     r << "\n  extra (" << extra[i].a << ", " << extra[i].b << ")";
   if (missing.empty() && extra.empty()) r << " (same set, wrong order or duplicates)";
   return r;
+}
+
+std::vector<Pair> indicesOf(std::span<const ProxyPair> pairs) {
+  std::vector<Pair> out;
+  out.reserve(pairs.size());
+  for (const ProxyPair& p : pairs) out.push_back({p.a, p.b});
+  return out;
+}
+
+std::vector<Pair> pairsMissingFrom(const std::vector<Pair>& a, const std::vector<Pair>& b) {
+  std::vector<Pair> out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+ProxyId FacadeMirror::add(BroadPhase& bp, const ProxyDesc& desc) {
+  const ProxyId id = bp.add(desc);
+  if (id.index >= descs.size()) {
+    descs.resize(id.index + 1);
+    live.resize(id.index + 1, 0);
+    handles.resize(id.index + 1);
+  }
+  descs[id.index] = desc;
+  live[id.index] = 1;
+  handles[id.index] = id;
+  return id;
+}
+
+void FacadeMirror::remove(BroadPhase& bp, uint32_t index) {
+  bp.remove(handles.at(index));
+  live[index] = 0;
+}
+
+void FacadeMirror::move(BroadPhase& bp, uint32_t index, const Aabb& box) {
+  bp.move(handles.at(index), box);
+  descs[index].box = box;
+}
+
+std::vector<uint32_t> FacadeMirror::liveIndices() const {
+  std::vector<uint32_t> v;
+  for (uint32_t i = 0; i < live.size(); ++i)
+    if (live[i]) v.push_back(i);
+  return v;
+}
+
+std::vector<Pair> FacadeMirror::expectedPairs(bool kinematicPairs) const {
+  auto is = [](const ProxyDesc& d, MotionType m) { return d.motion == m; };
+  std::vector<Pair> out;
+  const std::vector<uint32_t> ids = liveIndices();
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (size_t j = i + 1; j < ids.size(); ++j) {
+      const ProxyDesc& a = descs[ids[i]];
+      const ProxyDesc& b = descs[ids[j]];
+      const bool aStatic = is(a, MotionType::staticBody), bStatic = is(b, MotionType::staticBody);
+      const bool aKin = is(a, MotionType::kinematic), bKin = is(b, MotionType::kinematic);
+      if ((aStatic && bStatic) || (aKin && bStatic) || (aStatic && bKin)) continue;
+      if (aKin && bKin && !kinematicPairs) continue;
+      if (!a.filter.accepts(b.filter) || !overlaps(a.box, b.box)) continue;
+      out.push_back({ids[i], ids[j]});
+    }
+  return out;  // ids ascend, so the pairs are sorted
+}
+
+std::vector<Pair> FacadeMirror::structurePairs() const {
+  std::vector<Aabb> boxes(descs.size());
+  std::vector<uint8_t> isStatic(descs.size(), 0);
+  for (size_t i = 0; i < descs.size(); ++i) {
+    boxes[i] = descs[i].box;
+    isStatic[i] = descs[i].motion == MotionType::staticBody;
+  }
+  return brute::findPairs(boxes, isStatic, live);
 }
 
 }  // namespace bp::test

@@ -97,8 +97,14 @@ struct BroadPhaseConfig {
   float margin = 0.0f;
   float cellSize = 0.0f;                ///< sweep cell edge; 0 = chosen from the boxes
   bool pairKinematicKinematic = false;  ///< report kinematic-kinematic pairs too
-  /// Upper bound on the pairs of one frame; update() reports
-  /// Error(capacityExceeded) instead of exhausting memory. 0 = no bound.
+  /// Upper bound on the pairs of one frame, counted after the filters and
+  /// motion rules. A frame with more makes update() (either form) report
+  /// Error(capacityExceeded), and its time and memory are bounded by
+  /// maxPairs and the proxy count, not by the pairs it would have: the
+  /// structure's tasks count the accepted pairs as they find them, in
+  /// batches, and stop once the count passes maxPairs. A frame with exactly
+  /// maxPairs pairs succeeds. 0 = no bound (the default; the pair finding
+  /// then does no counting at all).
   uint64_t maxPairs = 0;
 };
 
@@ -191,15 +197,21 @@ class BroadPhase {
   // --- The frame. ---
 
   /// Applies every pending add, remove and move, then computes the pairs and
-  /// the begin/end events. Reports Error(capacityExceeded) if maxPairs is
-  /// exceeded: the proxies are updated, and the fallback is the last frame's
-  /// pairs and events, unchanged (lastPairs() as before).
+  /// the begin/end events. Reports Error(capacityExceeded), with maxPairs in
+  /// its message, when the frame has more than maxPairs pairs: the proxies
+  /// are updated and the structure is valid, and the fallback is the last
+  /// frame's pairs and events, unchanged (lastPairs() as before); the next
+  /// update() reports its begun/ended against those pairs.
   const FramePairs& update();
   /// Streaming form for engines that consume pairs per task: `consume` is called
   /// from worker threads with unsorted chunks (filters applied), every pair of
   /// the frame exactly once. No merged list and no begin/end events are kept:
   /// lastPairs() is empty after it, and the next update() reports every pair
-  /// as begun.
+  /// as begun. maxPairs bounds it as it bounds update(): the pairs are counted
+  /// before `consume` is called, so a frame over maxPairs reports
+  /// Error(capacityExceeded) with `consume` never called (the fallback), and
+  /// leaves lastPairs() and the next update()'s events as a failed update()
+  /// does.
   void update(FunctionRef<void(std::span<const ProxyPair>)> consume);
   /// The last update()'s pairs and events (empty after the streaming form).
   const FramePairs& lastPairs() const { return frame_; }
@@ -308,9 +320,11 @@ class BroadPhase {
   }
   void applyPending();
   bool accepts(uint32_t a, uint32_t b) const;
-  // False when the frame has more than maxPairs pairs (`out` is then empty);
-  // `found`: how many there are.
-  bool collectPairs(std::vector<ProxyPair>& out, size_t& found);
+  // The structure's pairs into structure_->pairs, under a budget when
+  // maxPairs is set: false when the frame has more (the list is then empty).
+  bool findStructurePairs();
+  // False when the frame has more than maxPairs pairs (`out` is then empty).
+  bool collectPairs(std::vector<ProxyPair>& out);
   void computeEvents();
 
   BroadPhaseConfig config_;

@@ -38,6 +38,7 @@
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
 #include "bvh/bvh_node.h"
+#include "pairs/pair_budget.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -109,8 +110,17 @@ class Bvh {
   // rebuilds. Deterministic: the trees come out the same for any thread count.
   void update(Scheduler& scheduler);
 
-  void findPairs(Scheduler& scheduler, std::vector<Pair>& out);
-  void findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume);
+  // The contract's pair finding (docs/structure_contract.md). With a
+  // budget, the walk charges it as it goes (pair_budget.h) and stops once it
+  // is exceeded: each task's stack walk is cut short and the tasks not begun
+  // are skipped; `out` is then left empty and the worker buffers cleared,
+  // and budget->exceeded() tells the caller. The trees are updated either
+  // way. A budget with a predicate keeps only the pairs it accepts. The
+  // streaming form charges each chunk before `consume` sees it, so a frame
+  // that exceeds the budget may have handed out up to limit() pairs first.
+  void findPairs(Scheduler& scheduler, std::vector<Pair>& out, PairBudget* budget = nullptr);
+  void findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume,
+                 PairBudget* budget = nullptr);
 
   // Const queries (rejected with invalidArgument while changes are pending).
   // Rejected calls of a Bvh return the same fallbacks as BroadPhase's
@@ -178,7 +188,7 @@ class Bvh {
 
   // bvh_pairs.cpp
   void collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
-                    FunctionRef<void(std::span<const Pair>)>* consume);
+                    FunctionRef<void(std::span<const Pair>)>* consume, PairBudget* budget);
   void sortPairs(Scheduler& scheduler, std::vector<Pair>& out);  // bvh_pair_sort.cpp
   void radixSortSerial(std::vector<Pair>& out);
 

@@ -18,10 +18,17 @@
 // a list of independent tasks (a fixed number, not per thread), which workers
 // take through Scheduler::forEach with per-worker output buffers. The sorted
 // result is then identical for any thread count because keys are unique.
+//
+// A PairBudget (pairs/pair_budget.h) bounds a frame: each worker charges
+// what its buffer gained every batch() pairs (the same compare that streams
+// chunks, so a walk without a budget pays nothing for it) and at the end of
+// its tasks; once the budget is exceeded, the task's stack is emptied and
+// the worker's remaining tasks are skipped.
 #include "bvh/bvh.h"
 #include "bvh/bvh_stack.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -67,19 +74,58 @@ constexpr size_t kStreamChunk = 4096;
 constexpr double kWideEnter = 0.25;
 constexpr double kWideLeave = 0.15;
 
+// A task's output: the worker's buffer, plus what is done with it as it
+// grows (streamed in chunks, charged to a budget). emit() appends and makes
+// one compare, against settleAt, which is past any size when there is
+// nothing to do; settle() does what is due.
 struct PairSink {
   std::vector<Pair>* buffer;
   FunctionRef<void(std::span<const Pair>)>* consume;
+  PairBudget* budget;
+  BvhStack<PairTask>* stack = nullptr;  // the running task's walk, cut short on a stop
+  size_t charged = 0;                   // buffer[0, charged) is paid for with the budget
+  size_t settleAt = 0;                  // emit() calls settle() at this many pairs
+
+  // At the start of a run of tasks on a worker: the buffer holds only pairs
+  // charged by the last run (each run settles its tail at the end).
+  PairSink(std::vector<Pair>& b, FunctionRef<void(std::span<const Pair>)>* c, PairBudget* pb)
+      : buffer(&b), consume(c), budget(pb), charged(b.size()) {
+    plan();
+  }
 
   void emit(uint32_t p, uint32_t q) {
     buffer->push_back(makePair(p, q));
-    if (consume && buffer->size() >= kStreamChunk) flush();
+    if (buffer->size() >= settleAt) [[unlikely]]
+      settle(false);
   }
-  void flush() {
-    if (consume && !buffer->empty()) {
+  // Charges the tail to the budget (a stop clears the buffer and the walk),
+  // hands a full chunk, or with `last` any rest, to the consumer.
+  void settle(bool last) {
+    if (budget) {
+      if (!budget->exceeded()) {
+        const size_t kept =
+            budget->charge(buffer->data() + charged, buffer->data() + buffer->size());
+        buffer->resize(charged + kept);
+        charged += kept;
+      }
+      if (budget->exceeded()) {
+        buffer->clear();
+        charged = 0;
+        if (stack) stack->clear();
+        settleAt = 0;  // whatever the current step still emits comes back here
+        return;
+      }
+    }
+    if (consume && !buffer->empty() && (last || buffer->size() >= kStreamChunk)) {
       (*consume)(std::span<const Pair>(*buffer));
       buffer->clear();
+      charged = 0;
     }
+    plan();
+  }
+  void plan() {
+    settleAt = consume ? kStreamChunk : SIZE_MAX;
+    if (budget) settleAt = std::min(settleAt, charged + budget->batch());
   }
 };
 
@@ -274,10 +320,11 @@ void runTask(const Walk& walk, const PairTask& task, BvhStack<PairTask>& stack, 
 
 // Unrolls the top of a walk's recursion into `tasks` until there are enough
 // to share among workers, then runs them with per-worker buffers.
+// With a budget, a worker skips its tasks once it is exceeded.
 template <class Walk>
 void runPairWalk(const Walk& walk, Scheduler& scheduler, std::vector<PairTask>& tasks,
                  std::vector<PairTask>& next, PerWorker<std::vector<Pair>>& buffers,
-                 FunctionRef<void(std::span<const Pair>)>* consume) {
+                 FunctionRef<void(std::span<const Pair>)>* consume, PairBudget* budget) {
   while (!tasks.empty() && tasks.size() < kPairTasks) {
     next.clear();
     for (const PairTask& t : tasks)
@@ -288,17 +335,21 @@ void runPairWalk(const Walk& walk, Scheduler& scheduler, std::vector<PairTask>& 
     if (!grew) break;
   }
   scheduler.forEach(0, static_cast<uint32_t>(tasks.size()), 1, [&](uint32_t begin, uint32_t end) {
-    PairSink sink{&buffers.local(), consume};
+    PairSink sink(buffers.local(), consume, budget);
     BvhStack<PairTask> stack;
-    for (uint32_t k = begin; k < end; ++k) runTask(walk, tasks[k], stack, sink);
-    sink.flush();
+    sink.stack = &stack;
+    for (uint32_t k = begin; k < end; ++k) {
+      if (budget && budget->exceeded()) break;
+      runTask(walk, tasks[k], stack, sink);
+    }
+    sink.settle(true);
   });
 }
 
 }  // namespace
 
 void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
-                       FunctionRef<void(std::span<const Pair>)>* consume) {
+                       FunctionRef<void(std::span<const Pair>)>* consume, PairBudget* budget) {
   update(scheduler);
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
   pairBuffers_.forEachSlot([](std::vector<Pair>& b) { b.clear(); });
@@ -319,10 +370,17 @@ void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
     for (BvhTree* tree : {&dynamic_, &static_})
       if (!tree->wideValid) collapseWide(*tree);
     const WideWalk walk{dynamic_.wide.data(), static_.wide.data(), exact_.data()};
-    runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume);
+    runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume, budget);
   } else {
     const PairWalk walk{dynamic_.nodes.data(), static_.nodes.data(), exact_.data(), tight_};
-    runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume);
+    runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume, budget);
+  }
+  if (budget && budget->exceeded()) {
+    // The frame has more pairs than the budget: none are kept, and the
+    // walk's mode stays as it was (no count to judge it by).
+    pairBuffers_.forEachSlot([](std::vector<Pair>& b) { b.clear(); });
+    if (sorted) sorted->clear();
+    return;
   }
   if (!sorted) return;
 
@@ -340,12 +398,13 @@ void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
   }
 }
 
-void Bvh::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
-  collectPairs(scheduler, &out, nullptr);
+void Bvh::findPairs(Scheduler& scheduler, std::vector<Pair>& out, PairBudget* budget) {
+  collectPairs(scheduler, &out, nullptr, budget);
 }
 
-void Bvh::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume) {
-  collectPairs(scheduler, nullptr, &consume);
+void Bvh::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume,
+                    PairBudget* budget) {
+  collectPairs(scheduler, nullptr, &consume, budget);
 }
 
 }  // namespace bp

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <string>
 
 namespace bp {
@@ -20,6 +21,11 @@ namespace {
 std::string handleText(ProxyId id) {
   return "handle {index " + std::to_string(id.index) + ", generation " +
          std::to_string(id.generation) + "}";
+}
+
+// The message of update()'s capacityExceeded.
+std::string overMaxPairs(uint64_t maxPairs) {
+  return "update: the frame has more than maxPairs = " + std::to_string(maxPairs) + " pairs";
 }
 
 // Below this many pairs, mapping and sorting run on the calling thread.
@@ -427,9 +433,34 @@ bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
   return true;
 }
 
-bool BroadPhase::collectPairs(std::vector<ProxyPair>& out, size_t& found) {
+// The structure's pairs into structure_->pairs. With maxPairs, under a
+// budget that stops the structure's tasks as soon as the frame is known to
+// hold more: the bound is on the pairs the filters accept, so with filters
+// active the budget keeps only those (the later pass applies the same rules
+// again, to pairs that all pass). False then, with the structure up to date
+// and its pair list empty.
+bool BroadPhase::findStructurePairs() {
   Side& main = *structure_;
-  main.findPairs(*scheduler_);
+  if (config_.maxPairs == 0) {
+    main.findPairs(*scheduler_, nullptr);
+    return true;
+  }
+  auto accept = [&main, this](Pair p) { return accepts(main.outer[p.a], main.outer[p.b]); };
+  std::optional<PairBudget> budget;
+  if (special_ != 0)
+    budget.emplace(config_.maxPairs, accept);
+  else
+    budget.emplace(config_.maxPairs);
+  main.findPairs(*scheduler_, &*budget);
+  return !budget->exceeded();
+}
+
+bool BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
+  Side& main = *structure_;
+  if (!findStructurePairs()) {
+    out.clear();
+    return false;
+  }
 
   // Pair k of the structure becomes out[k]: fixed places, so the result does
   // not depend on the thread count, and a structure whose slots map to
@@ -470,11 +501,6 @@ bool BroadPhase::collectPairs(std::vector<ProxyPair>& out, size_t& found) {
     out.erase(
         std::remove_if(out.begin(), out.end(), [](const ProxyPair& p) { return p.a == kRejected; }),
         out.end());
-  found = out.size();
-  if (config_.maxPairs != 0 && out.size() > config_.maxPairs) {
-    out.clear();
-    return false;
-  }
   // Keys are unique, so any sort gives the one canonical order.
   // (The structure's pairs are sorted by slot: with slot == proxy index
   // they need no check.)
@@ -575,11 +601,9 @@ void BroadPhase::rebuild() {
 const FramePairs& BroadPhase::update() {
   applyPending();
   std::swap(previous_, pairs_);
-  if (size_t found = 0; !collectPairs(pairs_, found)) {
+  if (!collectPairs(pairs_)) {
     std::swap(previous_, pairs_);  // keep the last frame's pairs as they were
-    reportError(ErrorCode::capacityExceeded,
-                "update: " + std::to_string(found) +
-                    " pairs exceed maxPairs = " + std::to_string(config_.maxPairs));
+    reportError(ErrorCode::capacityExceeded, overMaxPairs(config_.maxPairs));
     return frame_;
   }
   computeEvents();
@@ -592,7 +616,10 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   // straight to the consumer instead of merging.
   applyPending();
   Side& main = *structure_;
-  main.findPairs(*scheduler_);
+  if (!findStructurePairs()) {  // over maxPairs: reported before `consume` sees a pair
+    reportError(ErrorCode::capacityExceeded, overMaxPairs(config_.maxPairs));
+    return;
+  }
   const std::vector<Pair>& raw = main.pairs;
   const std::vector<uint32_t>& outer = main.outer;
   scheduler_->forEach(0, uint32_t(raw.size()), kPairGrain, [&](uint32_t begin, uint32_t end) {

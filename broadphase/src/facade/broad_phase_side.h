@@ -68,8 +68,10 @@ struct BroadPhase::Side {
   void update(Scheduler& scheduler) {
     visit([&](auto& s) { s.update(scheduler); });
   }
-  void findPairs(Scheduler& scheduler) {
-    visit([&](auto& s) { s.findPairs(scheduler, pairs); });
+  /// The structure's pairs into `pairs`; with a budget, empty once it is
+  /// exceeded (budget->exceeded()).
+  void findPairs(Scheduler& scheduler, PairBudget* budget) {
+    visit([&](auto& s) { s.findPairs(scheduler, pairs, budget); });
   }
 
   bool contains(ProxyId id) const {

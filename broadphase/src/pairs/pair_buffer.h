@@ -22,7 +22,11 @@ class PairBuffer {
   std::span<Pair> pairs() { return {storage_.data(), size_}; }
   const Pair* begin() const { return storage_.data(); }
   const Pair* end() const { return storage_.data() + size_; }
-  void clear() { size_ = 0; }
+  void clear() { size_ = charged_ = 0; }
+  // The first charged() pairs are paid for with a PairBudget (see
+  // PairBudget::settle); the ones after were found since.
+  size_t charged() const { return charged_; }
+  void setCharged(size_t n) { charged_ = n; }
 
   // Room for k more pairs at the returned pointer; advance(m <= k) keeps m.
   Pair* writable(size_t k) {
@@ -51,6 +55,7 @@ class PairBuffer {
 
   std::vector<Pair> storage_;
   size_t size_ = 0;
+  size_t charged_ = 0;
 };
 
 // A kernel's write position in registers: the kernel stores whole blocks of
@@ -71,6 +76,14 @@ class PairWriter {
   }
   void advance(size_t k) { at_ += k; }
   void finish() { buffer_.setEnd(at_); }
+  // The pairs the buffer holds with those written here.
+  size_t size() const { return size_t(at_ - buffer_.data()); }
+  // Carries on at the buffer's end after it was changed behind the writer
+  // (finish() first): a budget's charge compacts or clears it.
+  void reload() {
+    at_ = buffer_.writable(kBlock);
+    end_ = buffer_.storageEnd();
+  }
 
  private:
   void refill() {

@@ -162,6 +162,12 @@ void PairRouter::merge(Scheduler& scheduler, std::vector<Pair>& out, std::vector
   remember(out, threads_);
 }
 
+void PairRouter::discard() {
+  workers_.forEachSlot([](std::vector<PairBuffer>& w) {
+    for (PairBuffer& b : w) b.clear();
+  });
+}
+
 // Next frame's parts: as many as this frame's count asks, cut where its
 // pairs divide evenly.
 void PairRouter::remember(std::span<const Pair> sorted, int threads) {

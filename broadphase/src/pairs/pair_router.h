@@ -42,6 +42,9 @@ class PairRouter {
   // Every routed pair, sorted by (a, b), into `out`: one radix sort a part,
   // the parts as tasks. Keeps the cuts for the next begin().
   void merge(Scheduler& scheduler, std::vector<Pair>& out, std::vector<Pair>& scratch);
+  // Drops every routed pair (a frame given up: its budget ran out). The cuts
+  // stay those of the last merge.
+  void discard();
   // Whether to route a frame like the last one: up to 2^16 pairs a thread.
   // Beyond, the parts of the merge outgrow the caches, and routing the pairs
   // through memory once more cost more than the split it saves (clustered

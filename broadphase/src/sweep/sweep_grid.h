@@ -63,6 +63,7 @@
 #include <broadphase/proxy_id.h>
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
+#include "pairs/pair_budget.h"
 #include "pairs/pair_buffer.h"
 #include "pairs/pair_router.h"
 #include "sweep/sweep_cell_map.h"
@@ -254,8 +255,19 @@ class SweepGrid {
 
   void update(Scheduler& scheduler);
 
-  void findPairs(Scheduler& scheduler, std::vector<Pair>& out);
-  void findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume);
+  // The contract's pair finding (docs/structure_contract.md). With a
+  // budget, the tasks charge it as they go (pair_budget.h) and stop once it
+  // is exceeded: the remaining cells are refreshed but not swept, a cell's
+  // sweep stops before its next entry, and the update is finished, so the
+  // grid stays exact (validate() holds) and the next findPairs is complete.
+  // `out` is then left empty and the worker buffers cleared, and
+  // budget->exceeded() tells the caller. A budget with a predicate keeps
+  // only the pairs it accepts. The streaming form charges each chunk before
+  // `consume` sees it, so a frame that exceeds the budget may have handed
+  // out up to limit() pairs first.
+  void findPairs(Scheduler& scheduler, std::vector<Pair>& out, PairBudget* budget = nullptr);
+  void findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume,
+                 PairBudget* budget = nullptr);
 
   void queryBox(const Aabb& box, OverlapCallback callback) const;
   void queryPoint(const Vec3& point, OverlapCallback callback) const;
@@ -442,16 +454,24 @@ class SweepGrid {
   // --- pairs (sweep_kernel.cpp)
   // Entries [begin, end) of a moving cell against the entries after them,
   // and against its static twin: [0, size()) is the whole cell; a crowded
-  // cell is swept in several ranges by several tasks (findPairsInto).
-  void sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& out) const;
+  // cell is swept in several ranges by several tasks (findPairsInto). Under
+  // a budget the sweep asks a BudgetGate (budget_gate.h) before each entry
+  // and stops when it says so; the Gate NoGate compiles the check away.
+  template <class Gate>
+  void sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& out, Gate& gate) const;
+  template <class Gate>
   void sweepCellAgainst(uint32_t movingCell, uint32_t begin, uint32_t end, uint32_t staticCell,
-                        PairBuffer& out) const;
-  void sweepEntries(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& out) const;
+                        PairBuffer& out, Gate& gate) const;
+  void sweepEntries(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& out,
+                    PairBudget* budget) const;
   void pairOverflowBox(uint32_t overflowSlot, PairBuffer& out) const;
-  void pairOverflowSet(PairBuffer& out) const;
+  void pairOverflowSet(PairBuffer& out, PairBudget* budget) const;
   bool markCrowdedCells(int threads);
+  // Every unit of pair work as tasks; with a budget, the sweeps stop once it
+  // is exceeded, while every dirty cell is still refreshed and the update
+  // finished.
   template <class Flush>
-  void findPairsInto(Scheduler& scheduler, Flush&& flush);
+  void findPairsInto(Scheduler& scheduler, PairBudget* budget, Flush&& flush);
 
   // --- queries (sweep_query.cpp)
   // Reports pending changes (false then; see error.h).

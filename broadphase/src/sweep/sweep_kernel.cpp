@@ -5,9 +5,11 @@
 #include "sweep/sweep_kernel_wide.h"
 
 #include "pairs/pair_merge.h"
+#include "sweep/budget_gate.h"
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -122,7 +124,9 @@ inline __m256 reportedHere8(const uint8_t* flags, __m256i fiAll) {
 
 // A moving cell against itself: moving cells hold no static entry, so only
 // the dedup rule filters.
-void SweepGrid::sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& buffer) const {
+template <class Gate>
+void SweepGrid::sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& buffer,
+                          Gate& gate) const {
 #if defined(__AVX2__)
   PairWriter out(buffer);
 #else
@@ -146,6 +150,7 @@ void SweepGrid::sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffe
   // scene at N = 10^5, since with cells 4x longer along x most entries have
   // fewer than 8 candidates.
   for (uint32_t i = begin; i < end; ++i) {
+    if (!gate.open(out)) return;
     const __m256 xi = _mm256_set1_ps(maxX[i]);
     const __m256 loY = _mm256_set1_ps(minY[i]), hiY = _mm256_set1_ps(maxY[i]);
     const __m256 loZ = _mm256_set1_ps(minZ[i]), hiZ = _mm256_set1_ps(maxZ[i]);
@@ -166,6 +171,7 @@ void SweepGrid::sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffe
   out.finish();
 #else
   for (uint32_t i = begin; i < end; ++i) {
+    if (!gate.open(out)) return;
     const uint8_t fi = flags[i];
     const uint32_t idi = ids[i];
     const float xi = maxX[i];
@@ -185,8 +191,9 @@ void SweepGrid::sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffe
 // (a cursor that only moves forward, as the moving keys are sorted) and runs
 // while the static min x is within the moving box. No static entry is
 // visited for itself: a frame's cost follows the moving entries only.
+template <class Gate>
 void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t begin, uint32_t end,
-                                 uint32_t staticCell, PairBuffer& buffer) const {
+                                 uint32_t staticCell, PairBuffer& buffer, Gate& gate) const {
 #if defined(__AVX2__)
   PairWriter out(buffer);
 #else
@@ -210,6 +217,7 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t begin, uint32_t e
   const float reach = t.maxExtentX * (1.0f + 0x1p-20f);
   uint32_t cursor = 0;
   for (uint32_t i = begin; i < end; ++i) {
+    if (!gate.open(out)) return;
     const float mMinX = mKey[0][i], mMaxX = mKey[1][i];
     const float from = mMinX - (reach + std::fabs(mMinX) * 0x1p-22f);
 #if defined(__AVX2__)
@@ -291,15 +299,20 @@ void SweepGrid::pairOverflowBox(uint32_t slot, PairBuffer& out) const {
   forEachCellInRange(orng, visit);
 }
 
-// Overflow boxes against each other: a sweep on min x of their own.
-void SweepGrid::pairOverflowSet(PairBuffer& out) const {
+// Overflow boxes against each other: a sweep on min x of their own (under a
+// budget, with the gate of the cell sweeps: identical boxes too large for
+// the cells all meet here).
+void SweepGrid::pairOverflowSet(PairBuffer& out, PairBudget* budget) const {
   thread_local std::vector<uint32_t> order;
   order.assign(overflow_.begin(), overflow_.end());
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     const float ka = boxes_[a].box.min.x(), kb = boxes_[b].box.min.x();
     return ka < kb || (ka == kb && a < b);
   });
+  std::optional<BudgetGate> gate;
+  if (budget) gate.emplace(*budget, out);
   for (size_t i = 0; i < order.size(); ++i) {
+    if (gate && !gate->open(out)) return;
     const Aabb& bi = boxes_[order[i]].box;
     for (size_t j = i + 1; j < order.size() && boxes_[order[j]].box.min.x() <= bi.max.x(); ++j) {
       if (static_[order[i]] && static_[order[j]]) continue;
@@ -310,7 +323,8 @@ void SweepGrid::pairOverflowSet(PairBuffer& out) const {
 
 // Entries [begin, end) of moving cell u against the entries after them and
 // against its static twin, with the kernel the cell's crowding calls for.
-void SweepGrid::sweepEntries(uint32_t u, uint32_t begin, uint32_t end, PairBuffer& buffer) const {
+void SweepGrid::sweepEntries(uint32_t u, uint32_t begin, uint32_t end, PairBuffer& buffer,
+                             PairBudget* budget) const {
   const SweepCell& c = cells_[u].value;
   const CellMap& statics = maps_[kStaticLayer];
   const uint32_t twin = statics.size() != 0 ? statics.find(c.coord) : CellMap::kAbsent;
@@ -328,15 +342,20 @@ void SweepGrid::sweepEntries(uint32_t u, uint32_t begin, uint32_t end, PairBuffe
     const uint32_t n = c.size();
     const float span = n > 1 ? self.key[0][n - 1] - self.key[0][0] : 0.0f;
     const bool defer = c.sumExtentX <= kDeferCrowd * span;
-    wide::sweepCell(self, begin, end, defer, buffer);
+    wide::sweepCell(self, begin, end, defer, buffer, budget);
     if (twin != CellMap::kAbsent) {
       const SweepCell& t = cells_[twin].value;
       wide::sweepCellAgainst(self, begin, end, arraysOf(t), t.maxExtentX * (1.0f + 0x1p-20f),
-                             buffer);
+                             buffer, budget);
     }
+  } else if (budget) {
+    BudgetGate gate(*budget, buffer);
+    sweepCell(u, begin, end, buffer, gate);
+    if (twin != CellMap::kAbsent) sweepCellAgainst(u, begin, end, twin, buffer, gate);
   } else {
-    sweepCell(u, begin, end, buffer);
-    if (twin != CellMap::kAbsent) sweepCellAgainst(u, begin, end, twin, buffer);
+    NoGate gate;
+    sweepCell(u, begin, end, buffer, gate);
+    if (twin != CellMap::kAbsent) sweepCellAgainst(u, begin, end, twin, buffer, gate);
   }
 }
 
@@ -379,9 +398,10 @@ bool SweepGrid::markCrowdedCells(int threads) {
 
 // Runs every unit of pair work (the cells, then each overflow box, then the
 // overflow set against itself) as tasks; flush(buffer, last) hands each
-// worker's buffer over, `last` at the end of a task.
+// worker's buffer over, `last` at the end of a task, and charges the budget
+// if any (at the latest before it hands pairs on, and with `last`).
 template <class Flush>
-void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
+void SweepGrid::findPairsInto(Scheduler& scheduler, PairBudget* budget, Flush&& flush) {
   // The update is fused with the sweep: a cell marked dirty is refreshed by
   // the task that sweeps it, just before, while its arrays are in cache. The
   // overflow units read any cell, so they run after every cell is refreshed.
@@ -418,7 +438,9 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
       if (pending) prefetchAhead(u, end, prefetch);
       if (pending && c.dirty) refreshCell(u);
       if (c.crowded) continue;  // swept below, in ranges
-      sweepEntries(u, 0, c.size(), buffer);
+      // Out of budget: the cells are still refreshed (above), only not swept.
+      if (budget && budget->exceeded()) continue;
+      sweepEntries(u, 0, c.size(), buffer, budget);
       flush(buffer, false);
     }
     flush(buffer, true);
@@ -439,8 +461,9 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
                       [&](uint32_t begin, uint32_t end) {
                         PairBuffer& buffer = pairBuffers_.local();
                         for (uint32_t k = begin; k < end; ++k) {
+                          if (budget && budget->exceeded()) break;
                           const SweepRange& r = sweepRanges_[k];
-                          sweepEntries(r.cell, r.begin, r.end, buffer);
+                          sweepEntries(r.cell, r.begin, r.end, buffer, budget);
                           flush(buffer, false);
                         }
                         flush(buffer, true);
@@ -452,17 +475,20 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, Flush&& flush) {
   scheduler.forEach(0, units, 32, [&](uint32_t begin, uint32_t end) {
     PairBuffer& buffer = pairBuffers_.local();
     for (uint32_t u = begin; u < end; ++u) {
+      if (budget && budget->exceeded()) break;
+      // One overflow box meets each other box once at most: a unit adds at
+      // most N pairs between two charges.
       if (u < overflowUnits)
         pairOverflowBox(u, buffer);
       else
-        pairOverflowSet(buffer);
+        pairOverflowSet(buffer, budget);
       flush(buffer, false);
     }
     flush(buffer, true);
   });
 }
 
-void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
+void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out, PairBudget* budget) {
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
   const int threads = scheduler.threadCount();
   if (threads > 1 && router_.worthRouting(threads)) {
@@ -470,15 +496,36 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
     // hundred (they are still in its L1), and at the end of each task; the
     // merge is then one sort a range (pair_router.h). (Routed after every
     // unit, static 10^5's 9.3 k pairs came about 30 at a time and the calls
-    // cost about 3 TSC cycles a pair.)
+    // cost about 3 TSC cycles a pair.) A budget is charged before routing:
+    // the router holds charged pairs only.
     router_.begin(threads, capacity());
-    findPairsInto(scheduler, [&](PairBuffer& buffer, bool last) {
-      if (last || buffer.size() >= kRouteBatch) router_.route(buffer);
+    findPairsInto(scheduler, budget, [&](PairBuffer& buffer, bool last) {
+      if (last || buffer.size() >= kRouteBatch) {
+        if (budget && !budget->settle(buffer)) return;
+        router_.route(buffer);
+      }
     });
+    if (budget && budget->exceeded()) {
+      router_.discard();
+      for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
+      out.clear();
+      return;
+    }
     router_.merge(scheduler, out, sortScratch_);
     return;
   }
-  findPairsInto(scheduler, [](PairBuffer&, bool) {});
+  if (budget) {
+    findPairsInto(scheduler, budget, [&](PairBuffer& buffer, bool last) {
+      if (last || buffer.size() - buffer.charged() >= budget->batch()) budget->settle(buffer);
+    });
+  } else {
+    findPairsInto(scheduler, nullptr, [](PairBuffer&, bool) {});
+  }
+  if (budget && budget->exceeded()) {
+    for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
+    out.clear();
+    return;
+  }
   // Every pair is unique, so the sorted list is the same for any thread count.
   size_t total = 0;
   pieces_.resize(size_t(pairBuffers_.size()));
@@ -496,14 +543,18 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
 }
 
-void SweepGrid::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume) {
+void SweepGrid::findPairs(Scheduler& scheduler, FunctionRef<void(std::span<const Pair>)> consume,
+                          PairBudget* budget) {
   for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
-  findPairsInto(scheduler, [&](PairBuffer& buffer, bool last) {
+  findPairsInto(scheduler, budget, [&](PairBuffer& buffer, bool last) {
     if (buffer.size() >= kStreamChunk || (last && !buffer.empty())) {
-      consume(buffer.pairs());
+      if (budget && !budget->settle(buffer)) return;
+      if (!buffer.empty()) consume(buffer.pairs());
       buffer.clear();
     }
   });
+  if (budget && budget->exceeded())
+    for (int w = 0; w < pairBuffers_.size(); ++w) pairBuffers_[w].clear();
 }
 
 }  // namespace bp

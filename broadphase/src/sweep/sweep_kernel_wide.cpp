@@ -5,6 +5,7 @@
 #include "sweep/sweep_kernel_wide.h"
 
 #include "common/wide_target.h"
+#include "sweep/budget_gate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -82,9 +83,9 @@ BP_WIDE_TARGET inline __m512i slideInTwo(__m512i w, const float* p) {
 // and once per 32 entries. An entry's later blocks write as they go.
 // One body, compiled twice: with the choice a run-time flag, the compiler kept
 // it inside the loop (2 % more instructions on uniform and clustered).
-template <bool kDeferWrites>
+template <bool kDeferWrites, class Gate>
 BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t end,
-                                  PairBuffer& buffer) {
+                                  PairBuffer& buffer, Gate& gate) {
   PairWriter out(buffer);
   const uint8_t* flags = c.flags;
   const uint32_t* ids = c.ids;
@@ -168,12 +169,17 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
       wFlags = _mm512_alignr_epi32(
           _mm512_set1_epi64(int64_t(flags[i + 15]) | int64_t(flags[i + 16]) << 32), wFlags, 2);
     }
+    if (!gate.open(out)) return;
     sweepEntry(i, i, 0);
-    if (i + 1 < end) sweepEntry(i + 1, i, 1);
+    if (i + 1 < end) {
+      if (!gate.open(out)) return;
+      sweepEntry(i + 1, i, 1);
+    }
   }
   if constexpr (kDeferWrites) {
     std::fill(masks + count, masks + count + 32, uint16_t(0));
     for (uint32_t k = 0; k < count; k += 32) {
+      if (!gate.open(out)) return;
       uint32_t any = _mm512_test_epi16_mask(_mm512_loadu_si512(masks + k), _mm512_set1_epi16(-1));
       while (any != 0) {
         const uint32_t e = k + uint32_t(__builtin_ctz(any));
@@ -187,17 +193,28 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
 }
 
 BP_WIDE_TARGET void sweepCell(const CellArrays& c, uint32_t begin, uint32_t end, bool deferWrites,
-                              PairBuffer& buffer) {
+                              PairBuffer& buffer, PairBudget* budget) {
+  if (budget) {
+    BudgetGate gate(*budget, buffer);
+    if (deferWrites)
+      sweepCellWith<true>(c, begin, end, buffer, gate);
+    else
+      sweepCellWith<false>(c, begin, end, buffer, gate);
+    return;
+  }
+  NoGate gate;
   if (deferWrites)
-    sweepCellWith<true>(c, begin, end, buffer);
+    sweepCellWith<true>(c, begin, end, buffer, gate);
   else
-    sweepCellWith<false>(c, begin, end, buffer);
+    sweepCellWith<false>(c, begin, end, buffer, gate);
 }
 
 // As SweepGrid::sweepCellAgainst: a forward-only cursor skips the static
 // entries that start more than `reach` before the moving box.
-BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, uint32_t begin, uint32_t end,
-                                     const CellArrays& t, float reach, PairBuffer& buffer) {
+template <class Gate>
+BP_WIDE_TARGET void sweepCellAgainstWith(const CellArrays& m, uint32_t begin, uint32_t end,
+                                         const CellArrays& t, float reach, PairBuffer& buffer,
+                                         Gate& gate) {
   PairWriter out(buffer);
   const uint8_t* sFlags = t.flags;
   const uint32_t* sIds = t.ids;
@@ -212,6 +229,7 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, uint32_t begin, uint32
   const uint8_t* mFlags = m.flags;
   const uint32_t* mIds = m.ids;
   for (uint32_t i = begin; i < end; ++i) {
+    if (!gate.open(out)) return;
     const float mMinX = mKey[0][i], mMaxX = mKey[1][i];
     const __m512 fromAll = _mm512_set1_ps(mMinX - (reach + std::fabs(mMinX) * 0x1p-22f));
     for (;;) {
@@ -240,12 +258,24 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, uint32_t begin, uint32
   out.finish();
 }
 
+BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, uint32_t begin, uint32_t end,
+                                     const CellArrays& t, float reach, PairBuffer& buffer,
+                                     PairBudget* budget) {
+  if (budget) {
+    BudgetGate gate(*budget, buffer);
+    sweepCellAgainstWith(m, begin, end, t, reach, buffer, gate);
+    return;
+  }
+  NoGate gate;
+  sweepCellAgainstWith(m, begin, end, t, reach, buffer, gate);
+}
+
 #else
 
 bool available() { return false; }
-void sweepCell(const CellArrays&, uint32_t, uint32_t, bool, PairBuffer&) {}
-void sweepCellAgainst(const CellArrays&, uint32_t, uint32_t, const CellArrays&, float,
-                      PairBuffer&) {}
+void sweepCell(const CellArrays&, uint32_t, uint32_t, bool, PairBuffer&, PairBudget*) {}
+void sweepCellAgainst(const CellArrays&, uint32_t, uint32_t, const CellArrays&, float, PairBuffer&,
+                      PairBudget*) {}
 
 #endif
 

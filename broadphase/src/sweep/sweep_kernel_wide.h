@@ -17,6 +17,7 @@
 // mispredicts about one entry in three.
 #pragma once
 
+#include "pairs/pair_budget.h"
 #include "pairs/pair_buffer.h"
 
 #include <cstdint>
@@ -39,13 +40,15 @@ struct CellArrays {
 // The pairs of entries [begin, end) of a moving cell with the entries after
 // them (the dedup rule on the flags): over [0, n), every pair of the cell.
 // deferWrites: the first block's pairs are written in a second pass (see
-// above), else as found.
+// above), else as found. With a budget, the sweep asks a BudgetGate before
+// each entry (and each 32 entries of the second pass) and stops when it
+// says so (budget_gate.h).
 void sweepCell(const CellArrays& cell, uint32_t begin, uint32_t end, bool deferWrites,
-               PairBuffer& out);
+               PairBuffer& out, PairBudget* budget);
 // The pairs of entries [begin, end) of a moving cell with its static twin,
 // whose entries reach at most `reach` back along x (see
-// SweepGrid::sweepCellAgainst).
+// SweepGrid::sweepCellAgainst). The budget as above.
 void sweepCellAgainst(const CellArrays& moving, uint32_t begin, uint32_t end,
-                      const CellArrays& statics, float reach, PairBuffer& out);
+                      const CellArrays& statics, float reach, PairBuffer& out, PairBudget* budget);
 
 }  // namespace bp::wide
