@@ -14,7 +14,7 @@
 namespace bpbench {
 namespace {
 
-const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "list"};
+const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "bound", "list"};
 
 // Options each subcommand accepts (flags without a value are marked "!").
 const std::map<std::string, std::set<std::string>> kAllowed = {
@@ -29,6 +29,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"scaling",
      {"scene", "n", "frames", "threads", "backend", "seed", "repeat", "max-round-trip", "format",
       "plot", "!quiet", "!no-fork", "!wake-workers", "!serial-step"}},
+    {"bound", {"n", "max-pairs", "threads", "backend", "format", "!quiet", "!no-fork"}},
     {"list", {"format", "!quiet"}},
 };
 
@@ -108,6 +109,7 @@ void pickDefaultBackends(Options& o) {
   if (o.command == "pairs") order = {"bullet-dbvt", "bvh", "sweep", "auto"};
   if (o.command == "rays") order = {"embree", "bvh", "sweep", "auto"};
   if (o.command == "stress" || o.command == "scaling") order = {"auto", "sweep", "bvh"};
+  if (o.command == "bound") order = {"bvh", "sweep", "auto"};
   for (const std::string& name : order) {
     const BackendInfo* b = findBackend(name);
     if (b && builtAndCapable(*b, need)) {
@@ -149,6 +151,14 @@ void parseBackends(Options& o, const std::string& text) {
     o.backends.push_back(b);
   }
   if (o.backends.empty()) throw UsageError("--backend: no backend in '" + text + "'");
+  if (o.command == "bound")
+    for (const BackendInfo* b : o.backends)
+      if (std::string(b->name) != "bvh" && std::string(b->name) != "sweep" &&
+          std::string(b->name) != "auto")
+        throw UsageError(
+            "--backend: bound runs BroadPhase structures only (bvh, sweep, auto), "
+            "got '" +
+            std::string(b->name) + "'");
   if (o.command == "stress" && o.backends.size() > 1)
     throw UsageError("--backend: stress runs one backend, got '" + text + "'");
 }
@@ -180,6 +190,9 @@ commands:
            [--max-round-trip NS]           speed-up and parallel efficiency per thread count;
                                            R rounds (median, min, max), keeping only the
                                            rounds whose core round trip stayed under NS
+  bound    --n N[,N...] --max-pairs M [--threads T[,T...]] [--backend bvh,sweep,auto]
+                                           N identical boxes, one update that must throw
+                                           capacityExceeded: seconds to the error, peak MiB
   list                                     the backends and whether they are built
 
 common options:
@@ -197,8 +210,9 @@ common options:
 
 defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
 hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
-backends: pairs bullet-dbvt + ours built, rays embree + ours, stress/scaling the first of
-auto, sweep, bvh (else bullet-dbvt). Numbers may be written 100000 or 1e5.
+bound: --n 1000000, --max-pairs 10000000; backends: pairs bullet-dbvt + ours built, rays
+embree + ours, stress/scaling the first of auto, sweep, bvh (else bullet-dbvt), bound bvh,
+sweep, auto. Numbers may be written 100000 or 1e5.
 
 scenes: uniform, clustered, sizes, static, plane
 backends: brute, bullet-dbvt, bullet-sap, embree, bvh, sweep, auto, all (every built one)
@@ -207,7 +221,8 @@ backends: brute, bullet-dbvt, bullet-sap, embree, bvh, sweep, auto, all (every b
 
 Options parseArgs(int argc, char** argv) {
   Options o;
-  if (argc < 1) throw UsageError("missing command; valid: pairs, rays, stress, scaling, list");
+  if (argc < 1)
+    throw UsageError("missing command; valid: pairs, rays, stress, scaling, bound, list");
   o.command = argv[0];
   if (o.command == "-h" || o.command == "--help" || o.command == "help") {
     o.command = "help";
@@ -276,7 +291,7 @@ Options parseArgs(int argc, char** argv) {
                        "'; valid: uniform, clustered, sizes, static, plane");
     o.scene = *s;
   }
-  const uint32_t defaultN = o.command == "stress" ? 100000 : 10000;
+  const uint32_t defaultN = o.command == "stress" ? 100000 : o.command == "bound" ? 1000000 : 10000;
   if (has("n")) {
     for (const std::string& t : split(values["n"]))
       o.ns.push_back(static_cast<uint32_t>(parseInteger("n", t, 1, 100000000)));
@@ -302,6 +317,8 @@ Options parseArgs(int argc, char** argv) {
     for (int t = 1; t < hw; t *= 2) o.threads.push_back(t);
     o.threads.push_back(hw);
   }
+  if (has("max-pairs"))
+    o.maxPairs = parseInteger("max-pairs", values["max-pairs"], 1, uint64_t(1) << 53);
   if (has("seed")) o.seed = parseInteger("seed", values["seed"], 0, UINT64_MAX >> 11);
   o.check = has("check");
   o.quiet = has("quiet");

@@ -17,7 +17,7 @@ struct UsageError : std::runtime_error {
 enum class Format { table, csv, json };
 
 struct Options {
-  std::string command;  // pairs, rays, stress, scaling, list
+  std::string command;  // pairs, rays, stress, scaling, bound, list
   bp::SceneKind scene = bp::SceneKind::uniform;
   std::vector<uint32_t> ns;  // one row group per N
   uint32_t frames = 30;
@@ -29,8 +29,9 @@ struct Options {
   RayQuery query = RayQuery::closest;
   double seconds = 30;
   double churnPercent = 1;
-  uint32_t repeat = 1;        // scaling: rounds of every thread count
-  double maxRoundTripNs = 0;  // scaling: keep rounds under this core round trip (0: all)
+  uint64_t maxPairs = 10000000;  // bound: BroadPhaseConfig::maxPairs
+  uint32_t repeat = 1;           // scaling: rounds of every thread count
+  double maxRoundTripNs = 0;     // scaling: keep rounds under this core round trip (0: all)
   Format format = Format::table;
   std::string plot;  // SVG path, empty: none
   bool quiet = false;
