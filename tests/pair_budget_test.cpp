@@ -104,14 +104,18 @@ TEST(PairBudget, LayoutKeepsTheCountApartFromTheStopFlag) {
 
 // --- The structures, driven directly -------------------------------------------
 
-template <class Structure>
-void checkStructureStopsAndRecovers(int threads) {
+// 2000 identical boxes, one in four static (so the sweep also meets its
+// static twin cells): a budget of 1000 stops findPairs, both forms; with the
+// pile thinned out, a budget the frame fits in gives the exact pairs.
+template <class Structure, class Config>
+void checkStructureStopsAndRecovers(const Config& config, int threads) {
   Scheduler scheduler(threads);
-  Structure s;
-  std::vector<Aabb> boxes;
-  for (int i = 0; i < 2000; ++i) {
-    s.add(kPile);
-    boxes.push_back(kPile);
+  Structure s(config);
+  std::vector<Aabb> boxes(2000, kPile);
+  std::vector<uint8_t> isStatic(2000, 0);
+  for (uint32_t i = 0; i < 2000; ++i) {
+    isStatic[i] = i % 4 == 0;
+    s.add(kPile, isStatic[i] != 0);
   }
   std::vector<Pair> out{{0, 1}};
   PairBudget budget(1000);
@@ -134,7 +138,7 @@ void checkStructureStopsAndRecovers(int threads) {
     s.remove(s.handleOf(i));
     live[i] = 0;
   }
-  const std::vector<Pair> expected = brute::findPairs(boxes, {}, live);
+  const std::vector<Pair> expected = brute::findPairs(boxes, isStatic, live);
   PairBudget enough(expected.size());
   s.findPairs(scheduler, out, &enough);
   EXPECT_FALSE(enough.exceeded());
@@ -144,11 +148,14 @@ void checkStructureStopsAndRecovers(int threads) {
 }
 
 TEST(PairBudget, BvhStopsAndTheNextFindPairsIsExact) {
-  for (int threads : {1, 2, 8}) checkStructureStopsAndRecovers<Bvh>(threads);
+  for (int threads : {1, 2, 8}) checkStructureStopsAndRecovers<Bvh>(BvhConfig{}, threads);
 }
 
 TEST(PairBudget, SweepGridStopsAndTheNextFindPairsIsExact) {
-  for (int threads : {1, 2, 8}) checkStructureStopsAndRecovers<SweepGrid>(threads);
+  // Both kernels: the 16-lane one where the CPU has it, and the 8-lane one.
+  for (SweepKernel kernel : {SweepKernel::automatic, SweepKernel::narrow})
+    for (int threads : {1, 2, 8})
+      checkStructureStopsAndRecovers<SweepGrid>(SweepGridConfig{.kernel = kernel}, threads);
 }
 
 // --- BroadPhase::update with maxPairs -------------------------------------------
