@@ -8,6 +8,7 @@ packages=(
   libtbb-dev libeigen3-dev libgtest-dev libbenchmark-dev  # required
   libbullet-dev libembree-dev                             # peers for bpbench
   clang libclang-rt-dev                                   # libFuzzer target
+  graphviz                                                # docs/architecture.svg (scripts/diagrams.sh)
 )
 
 missing=()
