@@ -1,93 +1,323 @@
 #!/usr/bin/env bash
-# Produces the README performance table (markdown, on stdout) from ONE run of
-# bpbench: every scene of SCENES.md at one N, every backend in the same run,
-# ratios against the first backend measured in that same run, every pair list
-# checked across backends (--check), then the rays.
+# The performance table of README.md and docs/performance.md, from ONE run of
+# this script: every standard scene (docs/scenes.md) at N = 10^5 and 10^6,
+# our structures (sweep, bvh) and the facade (auto) on one thread and on two,
+# against every pair peer bpbench builds, each figure a ratio against a
+# reference peer measured in the same bpbench invocation; then the rays.
 #
-#   scripts/bench_table.sh [--n N] [--frames F] [--threads T] [--backends LIST]
-#                          [--ray-backends LIST] [--rays R] [--bpbench PATH]
+#   scripts/bench_table.sh [--ns LIST] [--frames F] [--frames-large F] [--frames-slow F]
+#                          [--threads LIST] [--reference B] [--ours LIST]
+#                          [--slow-peers LIST] [--large-skip SCENES]
+#                          [--rays R] [--out DIR] [--wait-quiet LOAD] [--wait-minutes M]
+#                          [--bpbench PATH]
+#   scripts/bench_table.sh --from DIR     # the tables and chart again from DIR's CSVs
 #
-# Defaults: N = 100000, F = 30, every hardware thread, pair backends
-# bullet-dbvt plus every one of ours that is built, ray backends embree plus
-# ours, R = 1000000. The raw CSV of the run is kept next to the table
-# (bench_table.csv / bench_table_rays.csv in the current directory) so that
-# every figure can be traced back.
+# Defaults: --ns 100000,1000000; --frames 30 (N <= 10^5; 10 on clustered),
+# --frames-large 4 (N > 10^5); --threads 1,2; --reference bullet-dbvt;
+# --ours sweep,bvh,auto; --slow-peers bullet-sap; --large-skip clustered;
+# --rays 1000000; --out bench_table (in the current directory).
+#
+# Per scene and N, for each thread count T: one invocation
+#   bpbench pairs --scene S --n N --threads T --backend REF,OURS --check
+# so that every ratio (REF median / backend median) comes from one process
+# tree, one scene, one stretch of the machine. Peers run on one thread in
+# every invocation (their APIs are serial).
+# The slow peers (default bullet-sap) run once per scene, at N <= 10^5 only,
+# in an invocation of their own with the reference (--threads 1,
+# --frames-slow, default 10): bt32BitAxisSweep3 inserts proxies one by one
+# into sorted endpoint arrays, so its build grows as N^2 (about 4 minutes
+# at 10^5 on a 2-vCPU VM; hours at 10^6).
+# At N > 10^5 no peer runs on the --large-skip scenes (clustered 10^6 has
+# 28 M pairs; Bullet's dbvt frame there takes many minutes); those rows
+# have no ratio.
+# --check compares every backend's pairs with the reference's at every frame.
+#
+# --wait-quiet LOAD waits (polling every 60 s, at most --wait-minutes M,
+# default 60) for the 1-minute load average to fall below LOAD before the
+# first measurement; the load averages at start and end are printed.
+#
+# Writes to DIR: pairs.csv and rays.csv (every bpbench field, plus the
+# invocation number `run`), commands.txt, meta.sh (machine, commits, load),
+# table.md (also printed on stdout) and pairs.svg (median ms per frame, log
+# scale, every backend and scene). A failed --check is reported and makes
+# the script exit 1 at the end.
 set -euo pipefail
 
-n=100000
+ns=100000,1000000
 frames=30
-threads=0
+frames_clustered=10
+frames_large=4
+frames_slow=10
+threads_list=1,2
+reference=bullet-dbvt
+ours=sweep,bvh,auto
+slow_peers=bullet-sap
+large_skip=clustered
 rays=1000000
-backends=""
-ray_backends=""
+out=bench_table
+wait_quiet=""
+wait_minutes=60
+from=""
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bpbench="$here/build/release/bench/bpbench"
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --n) n="$2"; shift 2 ;;
-    --frames) frames="$2"; shift 2 ;;
-    --threads) threads="$2"; shift 2 ;;
+    --ns) ns="$2"; shift 2 ;;
+    --frames) frames="$2"; frames_clustered="$2"; shift 2 ;;
+    --frames-large) frames_large="$2"; shift 2 ;;
+    --frames-slow) frames_slow="$2"; shift 2 ;;
+    --threads) threads_list="$2"; shift 2 ;;
+    --reference) reference="$2"; shift 2 ;;
+    --ours) ours="$2"; shift 2 ;;
+    --slow-peers) slow_peers="$2"; shift 2 ;;
+    --large-skip) large_skip="$2"; shift 2 ;;
     --rays) rays="$2"; shift 2 ;;
-    --backends) backends="$2"; shift 2 ;;
-    --ray-backends) ray_backends="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --wait-quiet) wait_quiet="$2"; shift 2 ;;
+    --wait-minutes) wait_minutes="$2"; shift 2 ;;
     --bpbench) bpbench="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --from) from="$2"; shift 2 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "bench_table.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+failed=()
+[[ -z "$from" ]] || out="$from"
+pairs_csv="$out/pairs.csv"
+rays_csv="$out/rays.csv"
+commands="$out/commands.txt"
+if [[ -n "$from" ]]; then
+  # shellcheck source=/dev/null
+  source "$out/meta.sh"
+else
+# Keep the exact argument list for the record.
+invocation="scripts/bench_table.sh${*:+ $*}"
 [[ -x "$bpbench" ]] || { echo "bench_table.sh: no bpbench at $bpbench (build first)" >&2; exit 2; }
 
 # Backends that are built, from `bpbench list`.
-built() { "$bpbench" list --format csv | awk -F, 'NR > 1 && $2 == "yes" { print $1 }'; }
-pick() {  # pick CANDIDATES...: the built ones, comma-separated, in order
-  local out="" b
-  for b in "$@"; do
-    if built | grep -qx "$b"; then out="${out:+$out,}$b"; fi
-  done
-  echo "$out"
+built_list="$("$bpbench" list --format csv | awk -F, 'NR > 1 && $2 == "yes" { print $1 }')"
+is_built() { grep -qx "$1" <<< "$built_list"; }
+keep_built() {  # comma list -> the built ones, comma-separated
+  local o="" b
+  for b in ${1//,/ }; do if is_built "$b"; then o="${o:+$o,}$b"; fi; done
+  echo "$o"
 }
-[[ -n "$backends" ]] || backends="$(pick bullet-dbvt sweep bvh auto)"
-[[ -n "$ray_backends" ]] || ray_backends="$(pick embree sweep bvh auto)"
+ours="$(keep_built "$ours")"
+slow_peers="$(keep_built "$slow_peers")"
+is_built "$reference" || reference=""
+[[ -n "$ours" ]] || { echo "bench_table.sh: none of our backends is built" >&2; exit 2; }
 
-pairs_csv="bench_table.csv"
-rays_csv="bench_table_rays.csv"
-: > "$pairs_csv"
-for scene in uniform clustered sizes static plane; do
-  cmd=("$bpbench" pairs --scene "$scene" --n "$n" --frames "$frames" --threads "$threads"
-       --backend "$backends" --check --format csv)
-  echo "bench_table.sh: ${cmd[*]}" >&2
-  out="$("${cmd[@]}")"
-  if [[ ! -s "$pairs_csv" ]]; then echo "$out" > "$pairs_csv"; else echo "$out" | tail -n +2 >> "$pairs_csv"; fi
-done
-if [[ -n "$ray_backends" ]]; then
-  cmd=("$bpbench" rays --n "$n" --rays "$rays" --threads "$threads" --backend "$ray_backends"
-       --check --format csv)
-  echo "bench_table.sh: ${cmd[*]}" >&2
-  "${cmd[@]}" > "$rays_csv"
+load1() { cut -d' ' -f1 /proc/loadavg; }
+waited=0
+if [[ -n "$wait_quiet" ]]; then
+  while ! awk -v l="$(load1)" -v q="$wait_quiet" 'BEGIN { exit !(l < q) }'; do
+    if (( waited >= wait_minutes )); then
+      echo "bench_table.sh: load $(load1) still >= $wait_quiet after $waited min; running anyway" >&2
+      break
+    fi
+    echo "bench_table.sh: load $(load1) >= $wait_quiet, waiting (minute $waited of $wait_minutes)" >&2
+    sleep 60
+    waited=$((waited + 1))
+  done
 fi
+load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+mkdir -p "$out"
+: > "$pairs_csv"
+: > "$commands"
+run=0
+append_csv() {  # append_csv FILE RUN < csv: adds the column `run`
+  awk -F, -v r="$2" -v first="$([[ -s "$1" ]] && echo 0 || echo 1)" \
+    'NR == 1 { if (first) print "run," $0; next } { print r "," $0 }' >> "$1"
+}
+bench() {  # bench CSV ARGS...: one bpbench invocation, logged and appended
+  local csv="$1"; shift
+  run=$((run + 1))
+  echo "$run: bpbench $*" >> "$commands"
+  echo "bench_table.sh [$run] bpbench $*" >&2
+  if ! "$bpbench" "$@" --check --quiet --format csv | append_csv "$csv" "$run"; then
+    echo "bench_table.sh: [$run] FAILED (see above)" >&2
+    failed+=("$run")
+  fi
+}
+
+for n in ${ns//,/ }; do
+  for scene in uniform clustered sizes static plane; do
+    refs="$reference"
+    if (( n > 100000 )); then
+      f="$frames_large"
+      [[ ",$large_skip," == *",$scene,"* ]] && refs=""
+    elif [[ "$scene" == clustered ]]; then
+      f="$frames_clustered"
+    else
+      f="$frames"
+    fi
+    for t in ${threads_list//,/ }; do
+      bench "$pairs_csv" pairs --scene "$scene" --n "$n" --frames "$f" --threads "$t" \
+        --backend "${refs:+$refs,}$ours"
+    done
+    if (( n <= 100000 )) && [[ -n "$slow_peers" && -n "$reference" ]]; then
+      bench "$pairs_csv" pairs --scene "$scene" --n "$n" --frames "$frames_slow" --threads 1 \
+        --backend "$reference,$slow_peers"
+    fi
+  done
+done
+
+ray_backends="$(keep_built "embree,$ours")"
+: > "$rays_csv"
+for t in ${threads_list//,/ }; do
+  bench "$rays_csv" rays --n "$ns" --rays "$rays" --threads "$t" --backend "$ray_backends"
+done
+load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 cpu="$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)"
 commit="$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-first="${backends%%,*}"
-echo "Measured $(date -u +%Y-%m-%d) on ${cpu:-unknown CPU}, $(nproc) hardware threads, commit $commit,"
-echo "one run of \`scripts/bench_table.sh --n $n --frames $frames --threads $threads\`."
-echo "Median and p99 ms per frame over frames 2..$frames (a frame = moves + complete sorted exact pairs);"
-echo "speed-up = median of $first / median of the backend, same scene, same run. Peers run on one thread."
+# The last commit that changed what is measured (the library and bpbench):
+# documentation commits after it change no figure.
+code_commit="$(git -C "$here" log -1 --format=%h -- broadphase math jobs bench/bpbench CMakeLists.txt 2>/dev/null || echo unknown)"
+threads_hw="$(nproc) hardware threads, $(uname -m)"
+declare -p invocation load_start load_end waited wait_quiet cpu commit code_commit threads_hw \
+  reference ours slow_peers threads_list rays > "$out/meta.sh"
+fi  # measuring
+
+# --- The tables (markdown) ---------------------------------------------------
+{
+echo "Machine: ${cpu:-unknown CPU} ($threads_hw); tree at $commit, library and bpbench as of $code_commit."
+echo "Command: \`$invocation\` (the bpbench invocations are in commands.txt)."
+echo "Load average (1, 5, 15 min) at start: $load_start; at end: $load_end${wait_quiet:+; waited $waited min for the 1-min load to fall below $wait_quiet}."
 echo
-echo "| scene | backend | threads | median ms | p99 ms | pairs | peak MiB | speed-up vs $first |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|"
-awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
-  { printf "| %s | %s | %s | %s | %s | %s | %s | %.2fx |\n", $col["scene"], $col["backend"],
-      $col["threads"], $col["median_ms"], $col["p99_ms"], $col["pairs"], $col["peak_mib"],
-      $col["ratio"] }' "$pairs_csv"
+echo "Median ms per frame (a frame = the batch move of every moving box + the complete, exact,"
+echo "sorted pair list; frames 2..F). In brackets: the speed-up over $reference, i.e. $reference's"
+echo "median / this median, both measured in the same bpbench invocation. Peers run on one thread."
+[[ -z "$slow_peers" ]] || echo "$slow_peers ran in invocations of their own with $reference (N <= 10^5, one thread); their ratio is against that invocation's $reference."
+echo
+# Summary: one row per scene and N.
+awk -F, -v ref="$reference" -v ours="$ours" -v slow="$slow_peers" -v tl="$threads_list" '
+  NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
+  {
+    key = $c["scene"] SUBSEP $c["n"]
+    if (!(key in seen)) { seen[key] = 1; order[++rows] = key }
+    run = $c["run"]; b = $c["backend"]
+    med[run, b] = $c["median_ms"]
+    if (!((key, b, $c["threads"]) in runOf)) runOf[key, b, $c["threads"]] = run  # the first run wins
+    if (b == ref) refRun[run] = 1
+    if (b != ref && (b == slow || index("," slow ",", "," b ",")))
+      slowRun[key, b] = run
+  }
+  function fmt(v) { return v >= 100 ? sprintf("%.0f", v) : v >= 10 ? sprintf("%.1f", v) : sprintf("%.2f", v) }
+  function cell(run, b,   m, r) {
+    if (run == "" || !((run, b) in med)) return "-"
+    m = med[run, b]
+    if ((run, ref) in med && b != ref) {
+      r = med[run, ref] / m
+      return fmt(m) sprintf(" (%sx)", r >= 10 ? sprintf("%.0f", r) : sprintf("%.2f", r))
+    }
+    return fmt(m)
+  }
+  function nname(n) { return n == 100000 ? "10^5" : n == 1000000 ? "10^6" : n }
+  END {
+    nt = split(tl, T, ","); no = split(ours, O, ","); ns = split(slow, S, ",")
+    h = "| scene | N | " ref " ms"; sep = "|---|---|---:"
+    for (s = 1; s <= ns; ++s) { h = h " | " S[s] " ms"; sep = sep "|---:" }
+    for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t) {
+      h = h " | " O[o] ", " T[t] (T[t] == 1 ? " thread" : " threads"); sep = sep "|---:"
+    }
+    print h " |"; print sep "|"
+    for (k = 1; k <= rows; ++k) {
+      split(order[k], p, SUBSEP)
+      line = "| " p[1] " | " nname(p[2]) " | " cell(runOf[order[k], ref, 1], ref)
+      for (s = 1; s <= ns; ++s) line = line " | " cell(slowRun[order[k], S[s]], S[s])
+      for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t)
+        line = line " | " cell(runOf[order[k], O[o], T[t]], O[o])
+      print line " |"
+    }
+  }' "$pairs_csv"
+echo
+echo "Every row, with p99, pairs and peak memory (run = the bpbench invocation in commands.txt):"
+echo
+echo "| run | scene | N | backend | threads | frames | median ms | p99 ms | pairs | peak MiB | speed-up vs $reference |"
+echo "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+awk -F, -v ref="$reference" '
+  NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
+  { row[NR] = $0; if ($c["backend"] == ref) refm[$c["run"]] = $c["median_ms"] }
+  END {
+    for (k = 2; k <= NR; ++k) {
+      split(row[k], f, ",")
+      r = (f[c["run"]] in refm) ? sprintf("%.2fx", refm[f[c["run"]]] / f[c["median_ms"]]) : "-"
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[c["run"]], f[c["scene"]],
+        f[c["n"]], f[c["backend"]], f[c["threads"]], f[c["frames"]], f[c["median_ms"]], f[c["p99_ms"]],
+        f[c["pairs"]], f[c["peak_mib"]], r
+    }
+  }' "$pairs_csv"
 if [[ -s "$rays_csv" ]]; then
   echo
-  echo "Rays: closest hit, scene uniform N = $n, $rays rays of length L/4."
+  echo "Rays: closest hit, $rays rays of length L/4 against scene uniform (frame 0); million rays"
+  echo "per second, all threads together; ratio = this rate / the first backend's, same invocation."
   echo
-  echo "| backend | threads | Mrays/s | Mrays/s per thread | hits |"
-  echo "|---|---:|---:|---:|---:|"
-  awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
-    { printf "| %s | %s | %s | %s | %s |\n", $col["backend"], $col["threads"],
-        $col["mrays_per_s"], $col["mrays_per_s_per_thread"], $col["hits"] }' "$rays_csv"
+  echo "| run | boxes | backend | threads | Mrays/s | ratio | hits |"
+  echo "|---:|---:|---|---:|---:|---:|---:|"
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
+    { printf "| %s | %s | %s | %s | %s | %.2fx (vs %s) | %s |\n", $c["run"], $c["n"], $c["backend"],
+        $c["threads"], $c["mrays_per_s"], $c["ratio"], $c["ratio_to"], $c["hits"] }' "$rays_csv"
+fi
+} | tee "$out/table.md"
+
+# --- The chart (SVG, no scripts) -------------------------------------------
+# One row per scene and N; x = median ms per frame on a log scale; one colour
+# per backend; filled markers one thread, hollow markers two or more.
+awk -F, -v foot="$invocation (docs/performance.md)" -v title="bpbench pairs: median ms per frame, log scale (${cpu:-unknown CPU}, $threads_hw; library as of $code_commit)" '
+  NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
+  {
+    key = $c["scene"] " " ($c["n"] == 100000 ? "10^5" : $c["n"] == 1000000 ? "10^6" : $c["n"])
+    if (!(key in rowOf)) { rowOf[key] = ++rows; label[rows] = key }
+    b = $c["backend"]; if (!(b in col)) { col[b] = ++nb; bname[nb] = b }
+    if ((key, b, $c["threads"]) in done) next  # a peer is plotted from its first invocation
+    done[key, b, $c["threads"]] = 1
+    k = ++pts; pr[k] = rowOf[key]; pb[k] = col[b]; pt[k] = $c["threads"]; pm[k] = $c["median_ms"]
+    v = log($c["median_ms"]) / log(10)
+    if (pts == 1 || v < lo) lo = v; if (pts == 1 || v > hi) hi = v
+  }
+  END {
+    split("#1a73e8 #e8710a #188038 #d93025 #9334e6 #5f6368 #12b5cb", pal, " ")
+    lo = int(lo - (lo < 0 ? 1 : 0)); hi = int(hi) + (hi > int(hi) ? 1 : 0)
+    if (hi == lo) hi = lo + 1
+    L = 130; W = 560; top = 50; rh = 24; H = top + rows * rh + 70
+    printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", L + W + 190, H
+    printf "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+    printf "<text x=\"%d\" y=\"22\" font-size=\"13\">%s</text>\n", 10, title
+    for (d = lo; d <= hi; ++d) {
+      x = L + (d - lo) / (hi - lo) * W
+      printf "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n", x, top - 8, x, top + rows * rh
+      printf "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x, top + rows * rh + 16, (d >= 0 ? 10 ^ d : sprintf("%g", 10 ^ d))
+    }
+    printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">ms per frame</text>\n", L + W / 2, top + rows * rh + 34
+    printf "<text x=\"%d\" y=\"%d\" fill=\"#555\" font-size=\"11\">%s</text>\n", 10, top + rows * rh + 56, foot
+    for (r = 1; r <= rows; ++r) {
+      y = top + (r - 0.5) * rh
+      printf "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" dominant-baseline=\"middle\">%s</text>\n", L - 8, y, label[r]
+      if (r > 1 && substr(label[r], index(label[r], " ")) != substr(label[r - 1], index(label[r - 1], " ")))
+        printf "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#999\"/>\n", 10, y - rh / 2, L + W, y - rh / 2
+    }
+    for (k = 1; k <= pts; ++k) {
+      x = L + (log(pm[k]) / log(10) - lo) / (hi - lo) * W
+      y = top + (pr[k] - 0.5) * rh + (pt[k] > 1 ? 5 : -3)
+      colr = pal[(pb[k] - 1) % 7 + 1]
+      if (pt[k] > 1) printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"white\" stroke=\"%s\" stroke-width=\"2\"><title>%s %s threads: %s ms</title></circle>\n", x, y, colr, bname[pb[k]], pt[k], pm[k]
+      else printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"><title>%s 1 thread: %s ms</title></circle>\n", x, y, colr, bname[pb[k]], pm[k]
+    }
+    lx = L + W + 45
+    for (b = 1; b <= nb; ++b) {
+      y = top + (b - 1) * 20
+      printf "<circle cx=\"%d\" cy=\"%d\" r=\"5\" fill=\"%s\"/><text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">%s</text>\n", lx, y, pal[(b - 1) % 7 + 1], lx + 12, y, bname[b]
+    }
+    y = top + nb * 20 + 10
+    printf "<circle cx=\"%d\" cy=\"%d\" r=\"4.5\" fill=\"#444\"/><text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">1 thread</text>\n", lx, y, lx + 12, y
+    printf "<circle cx=\"%d\" cy=\"%d\" r=\"4.5\" fill=\"white\" stroke=\"#444\" stroke-width=\"2\"/><text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">2 threads</text>\n", lx, y + 20, lx + 12, y + 20
+    print "</svg>"
+  }' "$pairs_csv" > "$out/pairs.svg"
+echo "bench_table.sh: wrote $out/table.md, $out/pairs.csv, $out/rays.csv, $out/commands.txt, $out/pairs.svg" >&2
+if (( ${#failed[@]} > 0 )); then
+  echo "bench_table.sh: --check failed in run(s) ${failed[*]}" >&2
+  exit 1
 fi

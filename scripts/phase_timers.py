@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-# The phase timers behind docs/roadmap.md's "k TSC cycles a frame" figures:
+# The phase timers behind the "k TSC cycles a frame" figures of docs/decisions.md
+# and docs/threading.md:
 # patches a *separate* worktree of this repo so that SweepGrid times each
 # step of a frame with rdtsc (check and write passes of the batch move,
 # relink planning, resolve, the rest of beginUpdate, the cells' refresh and

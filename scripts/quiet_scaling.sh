@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the two-thread scaling sets of docs/performance.md
+# Runs two-thread scaling sets (docs/threading.md, "What two threads gain")
 # only in quiet stretches of a noisy VM: a set starts when one core round
 # trip is under 150 ns and a one-thread `static` 10^5 probe runs under
 # PROBE_MS, and then runs every scene three ways: as bpbench does by default
@@ -12,7 +12,7 @@
 #   scripts/quiet_scaling.sh [--bpbench PATH] [--log FILE] [--probe-ms MS] [--sets K]
 #
 # The speed-ups still depend on the machine's state: keep only the sets
-# whose one-thread frame is in its quiet range (README).
+# whose one-thread frame is in its quiet range (docs/threading.md).
 set -euo pipefail
 
 bpbench=build/release/bench/bpbench

@@ -9,6 +9,7 @@ packages=(
   libbullet-dev libembree-dev                             # peers for bpbench
   clang libclang-rt-dev                                   # libFuzzer target
   doxygen                                                 # API reference (target docs)
+  graphviz                                                # docs/architecture.svg (scripts/diagrams.sh)
 )
 
 missing=()

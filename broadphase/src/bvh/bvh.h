@@ -55,7 +55,7 @@ struct BvhConfig {
   // false candidate costs more in findPairs than refitting every leaf, and
   // with margin 0 and no stretch ("tight") a leaf slot is the exact box, so
   // the pair walk needs no second, exact test. Tight beat 0.02 + 1 x
-  // displacement by 10-35 % (uniform, sizes, plane at 10^5, session 2); 0.02
+  // displacement by 10-35 % (uniform, sizes, plane at 10^5); 0.02
   // + 1 x had beaten 0.1 + 2 x by 10-20 %.
   float margin = 0.0f;
   // Also stretch the fat box by displacementScale x the last displacement in

@@ -34,7 +34,7 @@ constexpr size_t kStreamChunk = 2048;
 // wide; sizes 2.92 / 2.55; static 0.55 / 0.48; clustered 28.6 / 26.8; but
 // plane (about one candidate an entry) 1.46 / 1.66, hence the rule, at 2.0
 // then. Since the 16-lane self sweep defers its pair writes and slides its
-// first block in registers (session 5), plane is faster on it too: 1.80 ->
+// first block in registers, plane is faster on it too: 1.80 ->
 // 1.71 ms with the rule at 0.5, 1.82 -> 1.77 with every cell wide (A/B,
 // alternating builds, 9 runs each; whole-run cycles -4 % either way), static
 // and sizes unchanged.
@@ -420,8 +420,8 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, PairBudget* budget, Flush&& 
     // the boxes of the next moving cells of this task, about kPrefetchAhead
     // members ahead, are prefetched while this one is refreshed and swept
     // (their members as of the last refresh: an entrant is missed, a leaver
-    // fetched for nothing). Session 12 (a Zen 5 VM whose caches are slow and
-    // shared), bpbench median ms at N = 10^5, builds alternating, 5 runs
+    // fetched for nothing). On a Zen 5 VM whose caches are slow and shared,
+    // bpbench median ms at N = 10^5, builds alternating, 5 runs
     // each: one thread uniform 2.89 -> 2.71, sizes 3.38 -> 3.29, plane 2.43
     // -> 2.34, static 0.74 -> 0.71; two threads uniform 2.47 -> 2.21, sizes
     // 3.04 -> 2.83, static 0.61 -> 0.57; clustered within 1 % (phase
@@ -429,8 +429,8 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, PairBudget* budget, Flush&& 
     // (2.54-2.73 ms, 8 runs each): it pays when memory is slow, and costs
     // little when it is not. Prefetching only the next cell gained 1-7 % on
     // uniform, depending on the machine's state, and the current cell's
-    // boxes just before its refresh nothing. (Sessions 5-6, on the older VM,
-    // found no gain in prefetching the next cell during the sweep.)
+    // boxes just before its refresh nothing. (On an older Intel VM,
+    // prefetching the next cell during the sweep gained nothing.)
     BoxPrefetch prefetch{begin};
     for (uint32_t u = begin; u < end; ++u) {
       const SweepCell& c = cells_[u].value;
