@@ -1,4 +1,4 @@
-// Bit-exact implementation of ../shared/bench/SCENES.md. Every float
+// Bit-exact implementation of docs/scenes.md. Every float
 // expression is written in the order the spec states it; do not "simplify".
 #include <broadphase/testkit/scene.h>
 

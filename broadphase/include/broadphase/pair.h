@@ -31,7 +31,7 @@ static_assert(sizeof(Pair) == 8);
 inline Pair makePair(uint32_t i, uint32_t j) { return i < j ? Pair{i, j} : Pair{j, i}; }
 
 /// FNV-1a 64 of a sorted pair list, each pair as two little-endian uint32
-/// (lower id first): the hash of ../shared/bench/SCENES.md. The list must be
+/// (lower id first): the hash of docs/scenes.md. The list must be
 /// sorted by key(); another order gives another hash.
 uint64_t hashPairs(std::span<const Pair> sortedPairs);
 

@@ -1,4 +1,4 @@
-/// The standard scenes of ../shared/bench/SCENES.md: boxes, motion and rays,
+/// The standard scenes of docs/scenes.md: boxes, motion and rays,
 /// generated bit for bit as specified (this file's .cpp is compiled with
 /// -ffp-contract=off like the rest of the library). Tests and benchmarks use
 /// them; an engine can too, to compare itself with published figures.
@@ -23,7 +23,7 @@ inline constexpr SceneKind kAllScenes[] = {SceneKind::uniform, SceneKind::cluste
 const char* sceneName(SceneKind kind);  ///< "uniform", ..., "static", "plane"
 std::optional<SceneKind> parseScene(std::string_view name);
 
-/// splitmix64 and the float draws of SCENES.md.
+/// splitmix64 and the float draws of docs/scenes.md.
 struct SceneRng {
   uint64_t state;
   explicit SceneRng(uint64_t seed) : state(seed) {}
@@ -59,7 +59,7 @@ struct Scene {
 
 Scene makeScene(SceneKind kind, uint32_t n, uint64_t seed = 1);
 
-/// The rays of SCENES.md for a scene of n boxes: own generator (seed 2),
+/// The rays of docs/scenes.md for a scene of n boxes: own generator (seed 2),
 /// length L/4.
 std::vector<Ray> makeRays(uint32_t n, uint32_t count, uint64_t seed = 2);
 
