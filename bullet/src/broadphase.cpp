@@ -157,6 +157,7 @@ btBroadphaseProxy* Broadphase::createProxy(const btVector3& aabbMin, const btVec
   p.moved = false;
   p.isStatic = isStatic;
   p.promoted = false;
+  p.staticMovedAt = Proxy::kNever;
   p.parked = probe.parked;
   markDirty(p);  // not in the structure before the next update
   ++stats_.proxies;
@@ -210,11 +211,18 @@ void Broadphase::setAabb(btBroadphaseProxy* proxy, const btVector3& aabbMin,
   }
   p.box = box;
   if (p.isStatic) {
-    // A static that moves (a kinematic body, which the world files under
-    // StaticFilter too) would re-sort the static part at every move: it
-    // becomes dynamic for good. Its filter still keeps it from statics.
-    p.promoted = true;
-    applyRules(p);
+    // A static that moves in two updates in a row (a kinematic body, which
+    // the world files under StaticFilter too) would re-sort the static part
+    // at every step: it becomes dynamic for good, its filter still keeping
+    // it from statics. A single move stays static: the world grows every
+    // box by the contact threshold at its first step, and a level editor
+    // moves a static now and then.
+    if (p.staticMovedAt + 1 >= stats_.updates && p.staticMovedAt != Proxy::kNever) {
+      p.promoted = true;
+      applyRules(p);
+    } else {
+      p.staticMovedAt = stats_.updates;
+    }
   }
   p.moved = true;
   markDirty(p);

@@ -274,13 +274,25 @@ TEST(BulletBroadphase, StaticsAreStaticUntilTheyMove) {
   bp.calculateOverlappingPairs(nullptr);
   EXPECT_EQ(bp.stats().staticProxies, 2u);
   EXPECT_EQ(cachePairs(*bp.getOverlappingPairCache()), (PairSet{{2, 3}}));
-  // A static that moves (a kinematic body) becomes dynamic; its mask still
-  // keeps it from the other static.
+  // A static moved once (as the world's first step grows every box by the
+  // contact threshold) stays static; one that moves in two steps in a row
+  // (a kinematic body) becomes dynamic, its mask still keeping it from the
+  // other static.
+  for (int step = 0; step < 3; ++step) {
+    if (step != 1) {
+      bodies[0].min += btVector3(0.25f, 0, 0), bodies[0].max += btVector3(0.25f, 0, 0);
+    }
+    for (const Body& b : bodies) bp.setAabb(b.proxy, b.min, b.max, nullptr);
+    bp.calculateOverlappingPairs(nullptr);
+    EXPECT_EQ(bp.stats().staticProxies, step < 2 ? 2u : 1u) << "step " << step;
+    EXPECT_EQ(cachePairs(*bp.getOverlappingPairCache()), brutePairs(bodies, masksAccept));
+  }
   bodies[0].min += btVector3(0.25f, 0, 0), bodies[0].max += btVector3(0.25f, 0, 0);
   bp.setAabb(bodies[0].proxy, bodies[0].min, bodies[0].max, nullptr);
   bp.calculateOverlappingPairs(nullptr);
   EXPECT_EQ(bp.stats().staticProxies, 1u);
-  EXPECT_EQ(cachePairs(*bp.getOverlappingPairCache()), (PairSet{{2, 3}}));
+  EXPECT_EQ(cachePairs(*bp.getOverlappingPairCache()), brutePairs(bodies, masksAccept));
+  EXPECT_EQ(cachePairs(*bp.getOverlappingPairCache()).count({1, 2}), 0u) << "two statics";
   // A static that pairs with statics (its mask has StaticFilter) is dynamic.
   bodies[1].mask = btBroadphaseProxy::AllFilter;
   bodies[1].proxy->m_collisionFilterMask = bodies[1].mask;
@@ -290,7 +302,8 @@ TEST(BulletBroadphase, StaticsAreStaticUntilTheyMove) {
   bp.setAabb(bodies[0].proxy, bodies[0].min, bodies[0].max, nullptr);
   bp.calculateOverlappingPairs(nullptr);
   EXPECT_EQ(bp.stats().staticProxies, 0u);
-  EXPECT_EQ(cachePairs(*bp.getOverlappingPairCache()), (PairSet{{1, 2}, {2, 3}}));
+  EXPECT_EQ(cachePairs(*bp.getOverlappingPairCache()), brutePairs(bodies, masksAccept));
+  EXPECT_EQ(cachePairs(*bp.getOverlappingPairCache()).count({1, 2}), 1u);
 }
 
 // Groups and masks written straight into the proxy are noticed at setAabb.

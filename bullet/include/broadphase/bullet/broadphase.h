@@ -72,6 +72,7 @@ struct Proxy : btBroadphaseProxy {
  private:
   friend class Broadphase;
   static constexpr uint32_t kClean = UINT32_MAX;
+  static constexpr uint64_t kNever = UINT64_MAX;
 
   ProxyId id{};
   /// The BroadPhase user data of this proxy: a number never given to another
@@ -86,10 +87,12 @@ struct Proxy : btBroadphaseProxy {
   /// the caller wrote the proxy's fields, and the filter follows.
   int group = 0;
   int mask = 0;
+  /// While static: the update count when its box last changed, or kNever.
+  uint64_t staticMovedAt = kNever;
   uint32_t dirtySlot = kClean;  ///< position in Broadphase::dirty_, or kClean
   bool moved = false;           ///< box changed since the last update
   bool isStatic = false;        ///< MotionType::staticBody in the BroadPhase
-  bool promoted = false;        ///< moved while static: stays dynamic
+  bool promoted = false;        ///< moved in two updates in a row while static: stays dynamic
   bool parked = false;          ///< its last box was NaN or inverted: takes part in nothing
 };
 
