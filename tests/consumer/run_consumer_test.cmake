@@ -49,3 +49,15 @@ execute_process(COMMAND ${BP_WORK_DIR}/build-examples/falling_bodies --frames 60
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the installed-package example failed: ${rc}")
 endif()
+# The Bullet plug-in's example, where the package was built with Bullet (its
+# component installed), against the installed broadphase::bullet.
+if(EXISTS ${prefix}/lib/cmake/broadphase/broadphaseBulletTargets.cmake OR
+   EXISTS ${prefix}/lib64/cmake/broadphase/broadphaseBulletTargets.cmake)
+  if(NOT EXISTS ${BP_WORK_DIR}/build-examples/bullet_world)
+    message(FATAL_ERROR "the package has broadphase::bullet but bullet_world was not built")
+  endif()
+  execute_process(COMMAND ${BP_WORK_DIR}/build-examples/bullet_world --steps 60 RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the installed-package Bullet example failed: ${rc}")
+  endif()
+endif()
