@@ -103,13 +103,13 @@ void Broadphase::syncCallbackMode() {
   const bool mode = cache_->getOverlapFilterCallback() != nullptr;
   if (mode == callbackMode_) return;
   callbackMode_ = mode;
-  for (Proxy& p : pool_)
-    if (p.token != 0) applyRules(p);
+  for (uint32_t i = 0; i < slots_; ++i)
+    if (slot(i).token != 0) applyRules(slot(i));
 }
 
 Proxy* Broadphase::proxyAt(uint32_t index) {
-  if (index >= pool_.size() || pool_[index].token == 0) return nullptr;
-  return &pool_[index];
+  if (index >= slots_ || slot(index).token == 0) return nullptr;
+  return &slot(index);
 }
 
 btBroadphaseProxy* Broadphase::createProxy(const btVector3& aabbMin, const btVector3& aabbMax,
@@ -137,8 +137,10 @@ btBroadphaseProxy* Broadphase::createProxy(const btVector3& aabbMin, const btVec
                                .motion = isStatic ? MotionType::staticBody : MotionType::dynamic,
                                .filter = filter,
                                .userData = token});
-  while (pool_.size() <= id.index) pool_.emplace_back();
-  Proxy& p = pool_[id.index];  // every field set below: a slot may be reused
+  while (chunks_.size() << kChunkBits <= id.index)
+    chunks_.push_back(std::make_unique<Proxy[]>(kChunk));
+  slots_ = std::max(slots_, id.index + 1);
+  Proxy& p = slot(id.index);  // every field set below: a slot may be reused
   p.m_clientObject = userPtr;
   p.m_collisionFilterGroup = collisionFilterGroup;
   p.m_collisionFilterMask = collisionFilterMask;
@@ -343,7 +345,8 @@ void Broadphase::removeDeferred(btDispatcher* dispatcher) {
 
 void Broadphase::getBroadphaseAabb(btVector3& aabbMin, btVector3& aabbMax) const {
   bool any = false;
-  for (const Proxy& p : pool_) {
+  for (uint32_t i = 0; i < slots_; ++i) {
+    const Proxy& p = slot(i);
     if (p.token == 0) continue;
     if (!any) {
       aabbMin = p.m_aabbMin;
@@ -361,7 +364,8 @@ void Broadphase::resetPool(btDispatcher* dispatcher) {
   noteDispatcher(dispatcher);
   if (stats_.proxies != 0) return;
   bp_ = std::make_unique<BroadPhase>(config_.broadphase);
-  pool_.clear();
+  chunks_.clear();
+  slots_ = 0;
   dirty_.clear();
   refused_.clear();
   changed_ = false;

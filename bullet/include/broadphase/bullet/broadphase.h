@@ -38,7 +38,6 @@
 #include <BulletCollision/BroadphaseCollision/btOverlappingPairCache.h>
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -180,7 +179,10 @@ class Broadphase final : public btBroadphaseInterface {
     uint64_t key() const { return (uint64_t(a) << 32) | b; }
   };
 
-  Proxy& slot(uint32_t index) { return pool_[index]; }
+  Proxy& slot(uint32_t index) { return chunks_[index >> kChunkBits][index & (kChunk - 1)]; }
+  const Proxy& slot(uint32_t index) const {
+    return chunks_[index >> kChunkBits][index & (kChunk - 1)];
+  }
   Filter filterFor(const Proxy& p) const;
   bool staticFor(const Proxy& p) const;
   void applyRules(Proxy& p);
@@ -201,8 +203,11 @@ class Broadphase final : public btBroadphaseInterface {
   std::unique_ptr<btOverlappingPairCache> ownedCache_;
   btOverlappingPairCache* cache_;
   std::unique_ptr<BroadPhase> bp_;
-  /// Slot i holds the proxy of BroadPhase index i (indices are dense).
-  std::deque<Proxy> pool_;
+  /// The pool: slot i holds the proxy of BroadPhase index i (indices are
+  /// dense), in chunks that never move, so Bullet's pointers stay valid.
+  static constexpr uint32_t kChunkBits = 10, kChunk = 1u << kChunkBits;
+  std::vector<std::unique_ptr<Proxy[]>> chunks_;
+  uint32_t slots_ = 0;  ///< slots in use: one past the highest index issued
   /// Proxies created or moved since the last update: their boxes are not
   /// yet in the structure, so queries test them one by one.
   std::vector<Proxy*> dirty_;
