@@ -1,35 +1,9 @@
+/// \file
 /// bp::bullet::Broadphase: bp::BroadPhase behind Bullet 3's
 /// btBroadphaseInterface, so that a btCollisionWorld or a
-/// btDiscreteDynamicsWorld runs on it unchanged.
-///
-///   btDefaultCollisionConfiguration configuration;
-///   btCollisionDispatcher dispatcher(&configuration);
-///   bp::bullet::Broadphase broadphase;  // owns a btHashedOverlappingPairCache
-///   btSequentialImpulseConstraintSolver solver;
-///   btDiscreteDynamicsWorld world(&dispatcher, &broadphase, &solver, &configuration);
-///
-/// Timing model: createProxy(), destroyProxy() and setAabb() only record what
-/// changed (a destroyed proxy's pairs leave Bullet's pair cache at once, as in
-/// Bullet's own broadphases). calculateOverlappingPairs(), which the world
-/// calls once a step after setting every active body's box, applies every
-/// recorded box as one batch and runs one BroadPhase::update(); the pairs
-/// that began go into Bullet's pair cache with addOverlappingPair() and the
-/// pairs that ended leave it with removeOverlappingPair(). Pairs therefore
-/// appear at calculateOverlappingPairs(), as with btDbvtBroadphase in its
-/// deferred-collide mode, not inside setAabb(). The pair cache holds exactly
-/// the pairs whose boxes overlap (closed intervals) and that Bullet's filter
-/// accepts: no fat boxes, no stale pairs.
-///
-/// Queries (rayTest, aabbTest) answer with every box as last given, like
-/// Bullet's broadphases: boxes recorded since the last update are tested one
-/// by one, or, past Config::queryPendingLimit of them, applied first (one
-/// update, which also feeds the pair cache).
-///
-/// Threads: update() runs its tasks in the BroadPhase's arena (its own, or
-/// the one Config::broadphase.arena names); every call into Bullet (the pair
-/// cache, the callbacks) is made on the calling thread.
-///
-/// What is mapped and what is not: docs/bullet.md.
+/// btDiscreteDynamicsWorld runs on it unchanged. Built and installed where
+/// Bullet 3 is found (CMake target broadphase::bullet, package component
+/// bullet). What each call maps to, what is not supported: docs/bullet.md.
 #pragma once
 
 #include <broadphase/broad_phase.h>
@@ -41,8 +15,10 @@
 #include <memory>
 #include <vector>
 
+/// The Bullet 3 plug-in.
 namespace bp::bullet {
 
+/// How a Broadphase is set up; fixed for its lifetime.
 struct Config {
   /// The BroadPhase inside: structure, threads or an engine's arena, maxPairs.
   BroadPhaseConfig broadphase{};
@@ -66,6 +42,7 @@ struct Config {
 /// two proxies; an address stays valid until resetPool() or the
 /// Broadphase's destruction.
 struct Proxy : btBroadphaseProxy {
+  /// The proxy's handle in the BroadPhase inside (Broadphase::broadPhase()).
   ProxyId handle() const { return id; }
 
  private:
@@ -95,6 +72,37 @@ struct Proxy : btBroadphaseProxy {
   bool parked = false;          ///< its last box was NaN or inverted: takes part in nothing
 };
 
+/// A Bullet broadphase on bp::BroadPhase: give it to a world where a
+/// btDbvtBroadphase would go.
+///
+///     btDefaultCollisionConfiguration configuration;
+///     btCollisionDispatcher dispatcher(&configuration);
+///     bp::bullet::Broadphase broadphase;  // owns a btHashedOverlappingPairCache
+///     btSequentialImpulseConstraintSolver solver;
+///     btDiscreteDynamicsWorld world(&dispatcher, &broadphase, &solver, &configuration);
+///
+/// Timing model: createProxy(), destroyProxy() and setAabb() only record what
+/// changed (a destroyed proxy's pairs leave Bullet's pair cache at once, as in
+/// Bullet's own broadphases). calculateOverlappingPairs(), which the world
+/// calls once a step after setting every active body's box, applies every
+/// recorded box as one batch and runs one BroadPhase::update(); the pairs
+/// that began go into Bullet's pair cache with addOverlappingPair() and the
+/// pairs that ended leave it with removeOverlappingPair(). Pairs therefore
+/// appear at calculateOverlappingPairs(), as with btDbvtBroadphase in its
+/// deferred-collide mode, not inside setAabb(). The pair cache then holds
+/// exactly the pairs whose boxes overlap (closed intervals) and that Bullet's
+/// filter accepts: no fat boxes, no stale pairs.
+///
+/// Queries (rayTest(), aabbTest()) answer for every box as last given, like
+/// Bullet's broadphases: boxes recorded since the last update are tested one
+/// by one, or, past Config::queryPendingLimit of them, applied first (one
+/// update, which also feeds the pair cache).
+///
+/// Threads: the update runs its tasks in the BroadPhase's arena (its own, or
+/// the one Config::broadphase.arena names); every call into Bullet (the pair
+/// cache, the callbacks) is made on the calling thread. Calls are not
+/// thread-safe, except rayTest() and aabbTest() from many threads while no
+/// box is pending (after calculateOverlappingPairs(), as in a world step).
 class Broadphase final : public btBroadphaseInterface {
  public:
   /// pairCache: Bullet's pair cache to feed, or null for one of our own (a
@@ -102,6 +110,7 @@ class Broadphase final : public btBroadphaseInterface {
   /// given here must outlive this object; destroy the proxies first (as
   /// btCollisionWorld does), since the pairs in it point at them.
   explicit Broadphase(btOverlappingPairCache* pairCache = nullptr, const Config& config = {});
+  /// Frees the proxies and, if it owns one, the pair cache.
   ~Broadphase() override;
   Broadphase(const Broadphase&) = delete;
   Broadphase& operator=(const Broadphase&) = delete;
@@ -115,9 +124,18 @@ class Broadphase final : public btBroadphaseInterface {
   btBroadphaseProxy* createProxy(const btVector3& aabbMin, const btVector3& aabbMax, int shapeType,
                                  void* userPtr, int collisionFilterGroup, int collisionFilterMask,
                                  btDispatcher* dispatcher) override;
+  /// Removes the proxy's pairs from the pair cache now
+  /// (removeOverlappingPairsContainingProxy, which frees their algorithms
+  /// through the dispatcher) and the proxy from the BroadPhase.
   void destroyProxy(btBroadphaseProxy* proxy, btDispatcher* dispatcher) override;
+  /// Records the box for the next update (nothing when it is unchanged, as
+  /// the world sets every body's box every step). A box with a NaN or a min
+  /// above its max parks the proxy: it pairs with nothing and no query
+  /// reports it until a valid box arrives. Group and mask fields written
+  /// into the proxy since its last box are picked up here.
   void setAabb(btBroadphaseProxy* proxy, const btVector3& aabbMin, const btVector3& aabbMax,
                btDispatcher* dispatcher) override;
+  /// The box last given to createProxy() or setAabb(), exactly as given.
   void getAabb(btBroadphaseProxy* proxy, btVector3& aabbMin, btVector3& aabbMax) const override;
   /// The ray is rayFrom + t * d for t in [0, m_lambda_max], with d the
   /// inverse of rayCallback.m_rayDirectionInverse (a component at
@@ -134,8 +152,15 @@ class Broadphase final : public btBroadphaseInterface {
   /// process() for every proxy whose box overlaps [aabbMin, aabbMax].
   void aabbTest(const btVector3& aabbMin, const btVector3& aabbMax,
                 btBroadphaseAabbCallback& callback) override;
+  /// Applies every recorded change in one BroadPhase::update() (the boxes as
+  /// one batch move), removes the pairs that ended from the pair cache and
+  /// adds those that began and that needsBroadphaseCollision() accepts;
+  /// pairs it refuses while they overlap are asked again at every call.
+  /// Nothing to apply: no update, only the refused pairs asked again.
   void calculateOverlappingPairs(btDispatcher* dispatcher) override;
+  /// The pair cache this broadphase feeds.
   btOverlappingPairCache* getOverlappingPairCache() override { return cache_; }
+  /// The pair cache this broadphase feeds.
   const btOverlappingPairCache* getOverlappingPairCache() const override { return cache_; }
   /// The union of every live proxy's box as Bullet gave it (a pass over the
   /// proxies); zero when there is none.
@@ -143,6 +168,8 @@ class Broadphase final : public btBroadphaseInterface {
   /// With no live proxy: a fresh BroadPhase and pool, so that a rerun of the
   /// same scene issues the same unique ids. Otherwise nothing.
   void resetPool(btDispatcher* dispatcher) override;
+  /// One line on stdout: the counts of stats(), the structure, the threads
+  /// and the BroadPhase's memory.
   void printStats() override;
 
   // --- Beyond Bullet's interface ---
@@ -152,10 +179,12 @@ class Broadphase final : public btBroadphaseInterface {
   const BroadPhase& broadPhase() const { return *bp_; }
   /// The live proxy at a BroadPhase index, or null.
   Proxy* proxyAt(uint32_t index);
+  /// The BroadPhase handle of a proxy this broadphase created.
   static ProxyId handleOf(const btBroadphaseProxy* proxy) {
     return static_cast<const Proxy*>(proxy)->handle();
   }
 
+  /// Counts for printStats() and tests.
   struct Stats {
     uint32_t proxies = 0;        ///< live
     uint32_t staticProxies = 0;  ///< of those, static in the BroadPhase
@@ -167,6 +196,7 @@ class Broadphase final : public btBroadphaseInterface {
     uint64_t invalidBoxes = 0;   ///< boxes with a NaN or min > max, not applied
     uint64_t queryFlushes = 0;   ///< queries that applied the pending boxes first
   };
+  /// The counts as of now.
   const Stats& stats() const { return stats_; }
 
  private:
