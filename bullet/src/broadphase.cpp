@@ -347,7 +347,7 @@ void Broadphase::getBroadphaseAabb(btVector3& aabbMin, btVector3& aabbMax) const
   bool any = false;
   for (uint32_t i = 0; i < slots_; ++i) {
     const Proxy& p = slot(i);
-    if (p.token == 0) continue;
+    if (p.token == 0 || p.parked) continue;  // a parked box may hold a NaN
     if (!any) {
       aabbMin = p.m_aabbMin;
       aabbMax = p.m_aabbMax;

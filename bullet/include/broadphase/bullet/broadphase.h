@@ -162,8 +162,8 @@ class Broadphase final : public btBroadphaseInterface {
   btOverlappingPairCache* getOverlappingPairCache() override { return cache_; }
   /// The pair cache this broadphase feeds.
   const btOverlappingPairCache* getOverlappingPairCache() const override { return cache_; }
-  /// The union of every live proxy's box as Bullet gave it (a pass over the
-  /// proxies); zero when there is none.
+  /// The union of every live proxy's box as Bullet gave it, parked ones
+  /// left out (a pass over the proxies); zero when there is none.
   void getBroadphaseAabb(btVector3& aabbMin, btVector3& aabbMax) const override;
   /// With no live proxy: a fresh BroadPhase and pool, so that a rerun of the
   /// same scene issues the same unique ids. Otherwise nothing.
