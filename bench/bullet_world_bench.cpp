@@ -13,9 +13,11 @@
 //         flying along the streets without gravity, bouncing off buildings
 //         and each other; the world updates only active bodies' boxes
 //         (setForceUpdateAllAabbs(false), what a world of many statics sets).
-// Each world is built, stepped --steps times at 60 Hz (one substep), and
-// destroyed before the next. Reported per step: the whole stepSimulation
-// time and the broadphase's part of it, the time inside setAabb and
+// Each world is built, stepped --warmup times untimed (a pile forms; the
+// Dbvt's incremental optimisation of its static tree, 1 % of the leaves a
+// step, gets to work), then --steps times timed, at 60 Hz with one substep,
+// and destroyed before the next. setup_s: the build and the warm-up. Reported per step: the whole
+// stepSimulation time and the broadphase's part of it, the time inside setAabb and
 // calculateOverlappingPairs (each call timed by a wrapper, the same for every
 // broadphase: the dbvt does its work in setAabb, ours in
 // calculateOverlappingPairs). Ratios are to the first broadphase listed.
@@ -64,6 +66,7 @@ struct Options {
   std::vector<std::string> scenes{"pile", "city"};
   std::vector<uint32_t> ns{10000};
   std::vector<uint32_t> steps{60};  // one per n, or one for all
+  std::vector<uint32_t> warmup{0};  // untimed steps first: one per n, or one for all
   uint32_t dynamic = 4000;
   std::vector<std::string> backends{kBackends, kBackends + 4};
   uint32_t checkSteps = 10;
@@ -95,6 +98,7 @@ uint32_t parseCount(const std::string& opt, const std::string& s) {
 
 std::string usage() {
   return "usage: bp_bullet_bench [--scene pile,city] [--n 10000,100000] [--steps 60[,15]]\n"
+         "                       [--warmup 0[,0]]\n"
          "                       [--dynamic 4000] [--backend ours-1,ours-2,dbvt,axis-sweep]\n"
          "                       [--check] [--check-steps 10] [--seed 1]\n"
          "                       [--format table|csv|json] [--quiet]\n";
@@ -119,6 +123,10 @@ Options parseArgs(int argc, char** argv) {
     } else if (a == "--steps") {
       o.steps.clear();
       for (const std::string& s : splitList(value())) o.steps.push_back(parseCount(a, s));
+    } else if (a == "--warmup") {
+      o.warmup.clear();
+      for (const std::string& s : splitList(value()))
+        o.warmup.push_back(s == "0" ? 0 : parseCount(a, s));
     } else if (a == "--dynamic") {
       o.dynamic = parseCount(a, value());
     } else if (a == "--backend") {
@@ -153,6 +161,8 @@ Options parseArgs(int argc, char** argv) {
   }
   if (o.steps.size() != 1 && o.steps.size() != o.ns.size())
     throw UsageError("--steps: give one count, or one per --n value");
+  if (o.warmup.size() != 1 && o.warmup.size() != o.ns.size())
+    throw UsageError("--warmup: give one count, or one per --n value");
   return o;
 }
 
@@ -429,13 +439,18 @@ struct Measured {
   int cachePairs = 0;
 };
 
-Measured runWorld(const Scene& scene, const std::string& backend, uint32_t steps, bool quiet) {
+Measured runWorld(const Scene& scene, const std::string& backend, uint32_t warmup, uint32_t steps,
+                  bool quiet) {
   Measured m;
   auto timed = std::make_unique<TimedBroadphase>(makeBroadphase(backend, scene, m.label));
   TimedBroadphase* bp = timed.get();
   Progress progress(scene.name + " " + std::to_string(scene.bodies.size()) + " " + backend, quiet);
   const auto t0 = Clock::now();
   World world(scene, std::move(timed));
+  for (uint32_t s = 0; s < warmup; ++s) {
+    world.step();
+    progress.update(0.0, "warm-up step " + std::to_string(s + 1) + "/" + std::to_string(warmup));
+  }
   m.setupSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   bp->takeSeconds();
   double stepSeconds = 0, bpSeconds = 0;
@@ -532,6 +547,7 @@ int main(int argc, char** argv) {
     for (size_t ni = 0; ni < o.ns.size(); ++ni) {
       const uint32_t n = o.ns[ni];
       const uint32_t steps = o.steps.size() == 1 ? o.steps[0] : o.steps[ni];
+      const uint32_t warmup = o.warmup.size() == 1 ? o.warmup[0] : o.warmup[ni];
       const Scene scene =
           sceneName == "pile" ? makePile(n, o.seed) : makeCity(n, o.dynamic, o.seed);
       if (o.check) {
@@ -543,7 +559,7 @@ int main(int argc, char** argv) {
       double firstStep = 0, firstBp = 0;
       for (size_t bi = 0; bi < o.backends.size(); ++bi) {
         const std::string& backend = o.backends[bi];
-        const Measured m = runWorld(scene, backend, steps, o.quiet);
+        const Measured m = runWorld(scene, backend, warmup, steps, o.quiet);
         if (bi == 0) firstStep = m.stepMs, firstBp = m.bpMs;
         Row r;
         r.add("scene", scene.name)
@@ -552,6 +568,7 @@ int main(int argc, char** argv) {
             .add("dynamic", uint64_t(scene.dynamicCount))
             .add("backend", backend)
             .add("broadphase", m.label)
+            .add("warmup", uint64_t(warmup))
             .add("steps", uint64_t(m.steps))
             .add("setup_s", m.setupSeconds, 2)
             .add("step_ms", m.stepMs, 2)
@@ -564,12 +581,12 @@ int main(int argc, char** argv) {
       }
     }
   }
-  const std::vector<Column> columns = {{"scene", "scene"},       {"n", "n"},
-                                       {"dynamic", "dynamic"},   {"backend", "backend"},
-                                       {"steps", "steps"},       {"step_ms", "step ms"},
-                                       {"bp_ms", "bp ms"},       {"bp_share", "bp %"},
-                                       {"step_ratio", "step x"}, {"bp_ratio", "bp x"},
-                                       {"cache_pairs", "pairs"}};
+  const std::vector<Column> columns = {{"scene", "scene"},     {"n", "n"},
+                                       {"dynamic", "dynamic"}, {"backend", "backend"},
+                                       {"warmup", "warm-up"},  {"steps", "steps"},
+                                       {"step_ms", "step ms"}, {"bp_ms", "bp ms"},
+                                       {"bp_share", "bp %"},   {"step_ratio", "step x"},
+                                       {"bp_ratio", "bp x"},   {"cache_pairs", "pairs"}};
   notes.push_back(
       "ms: per step (mean). bp: time inside setAabb + calculateOverlappingPairs. "
       "x: the first backend's time over this one's (same scene and n).");
