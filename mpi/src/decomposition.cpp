@@ -59,9 +59,8 @@ struct Decomposition::Builder {
     }
     const int axis = cut.axis;
     // Stable, so each child's points keep the gathered order.
-    const auto mid = std::stable_partition(
-        order.begin() + begin, order.begin() + end,
-        [&](uint32_t i) { return points[i][axis] < cut.split; });
+    const auto mid = std::stable_partition(order.begin() + begin, order.begin() + end,
+                                           [&](uint32_t i) { return points[i][axis] < cut.split; });
     const uint32_t split = uint32_t(mid - order.begin());
     Region first = region;
     Region second = region;

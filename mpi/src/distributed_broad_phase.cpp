@@ -115,13 +115,13 @@ const DistributedBroadPhase::PendingAdd* DistributedBroadPhase::pendingAdd(uint6
 uint32_t DistributedBroadPhase::ownedIndex(uint64_t id, const char* what) const {
   const auto it = index_.find(id);
   if (it == index_.end())
-    fail(ErrorCode::staleHandle, std::string(what) + ": " + idText(id) +
-                                     " is not owned by rank " + std::to_string(rank_));
+    fail(ErrorCode::staleHandle,
+         std::string(what) + ": " + idText(id) + " is not owned by rank " + std::to_string(rank_));
   const uint32_t i = it->second;
   if (role_[i] != kOwned)
-    fail(ErrorCode::staleHandle, std::string(what) + ": " + idText(id) +
-                                     " is a ghost on rank " + std::to_string(rank_) +
-                                     "; its owner is rank " + std::to_string(owners_[i]));
+    fail(ErrorCode::staleHandle, std::string(what) + ": " + idText(id) + " is a ghost on rank " +
+                                     std::to_string(rank_) + "; its owner is rank " +
+                                     std::to_string(owners_[i]));
   if (dirty_[i] & kRemoved)
     fail(ErrorCode::staleHandle, std::string(what) + ": " + idText(id) + " was removed");
   return i;
@@ -181,7 +181,8 @@ void DistributedBroadPhase::remove(uint64_t id) {
 }
 
 void DistributedBroadPhase::move(uint64_t id, const Aabb& box) {
-  if (!isValid(box)) fail(ErrorCode::invalidBox, "move: " + idText(id) + ": " + describeInvalid(box));
+  if (!isValid(box))
+    fail(ErrorCode::invalidBox, "move: " + idText(id) + ": " + describeInvalid(box));
   if (PendingAdd* a = pendingAdd(id)) {
     a->desc.box = box;
     return;
@@ -282,8 +283,8 @@ Aabb DistributedBroadPhase::box(uint64_t id) const {
 uint32_t DistributedBroadPhase::addLocal(uint64_t id, int owner, const Aabb& box,
                                          const Filter& filter, MotionType motion,
                                          uint64_t userData) {
-  const ProxyId h = local_->add({.box = box, .motion = motion, .filter = filter,
-                                 .userData = userData});
+  const ProxyId h =
+      local_->add({.box = box, .motion = motion, .filter = filter, .userData = userData});
   const uint32_t i = h.index;
   if (i >= ids_.size()) {
     const size_t n = size_t(i) + 1;
@@ -412,10 +413,9 @@ void DistributedBroadPhase::checkDirectory(Traffic& traffic) {
     else if (first.kind == 2)
       why = " added on rank " + std::to_string(first.rankA) + " is already live";
     else
-      why = " is removed and added again (on rank " + std::to_string(first.rankA) +
-            ") in one frame";
-    fail(ErrorCode::invalidArgument,
-         "update: " + idText(first.id) + why + "; nothing was applied");
+      why =
+          " is removed and added again (on rank " + std::to_string(first.rankA) + ") in one frame";
+    fail(ErrorCode::invalidArgument, "update: " + idText(first.id) + why + "; nothing was applied");
   }
   for (uint64_t id : s.removedIds) directory_.erase(id);
   for (const auto& [id, src] : s.addedIds) directory_.insert(id);
@@ -430,7 +430,8 @@ Decomposition DistributedBroadPhase::balancedDecomposition(Traffic& traffic) con
     if (role_[i] == kOwned) s.centres.push_back(nextBoxes_[i].center());
   for (const PendingAdd& a : adds_) s.centres.push_back(a.desc.box.center());
   const size_t n = s.centres.size();
-  const size_t stride = std::max<size_t>(1, (n + config_.samplesPerRank - 1) / config_.samplesPerRank);
+  const size_t stride =
+      std::max<size_t>(1, (n + config_.samplesPerRank - 1) / config_.samplesPerRank);
   s.bytes.clear();
   ByteWriter w(s.bytes);
   size_t taken = 0;
@@ -444,8 +445,8 @@ Decomposition DistributedBroadPhase::balancedDecomposition(Traffic& traffic) con
   std::vector<Vec3> points;
   std::vector<double> weights;
   for (int r = 0; r < size_; ++r) {
-    ByteReader rd(std::span<const std::byte>(all).subspan(offsets[size_t(r)],
-                                                          offsets[size_t(r) + 1] - offsets[size_t(r)]));
+    ByteReader rd(std::span<const std::byte>(all).subspan(
+        offsets[size_t(r)], offsets[size_t(r) + 1] - offsets[size_t(r)]));
     const double weight = rd.get<double>();
     while (!rd.done()) {
       points.push_back(rd.getVec());
@@ -519,10 +520,9 @@ const GlobalFrame& DistributedBroadPhase::update() {
   }
   const double mean = double(total) / size_;
   const double imbalance = mean > 0 ? double(most) / mean - 1.0 : 0.0;
-  const bool rebalance =
-      size_ > 1 && total > 0 &&
-      (!balanced_ || (imbalance > config_.rebalanceThreshold &&
-                      framesSinceRebalance_ >= config_.rebalanceInterval));
+  const bool rebalance = size_ > 1 && total > 0 &&
+                         (!balanced_ || (imbalance > config_.rebalanceThreshold &&
+                                         framesSinceRebalance_ >= config_.rebalanceInterval));
   const Decomposition* old = &decomposition_;
   Decomposition previous;
   if (rebalance) {
@@ -554,11 +554,19 @@ const GlobalFrame& DistributedBroadPhase::update() {
     w.put(userData_[i]);
     w.putBytes(std::span<const std::byte>(payloads_).subspan(size_t(i) * config_.payloadBytes,
                                                              config_.payloadBytes));
-    const auto [lo, hi] = std::equal_range(
-        history_.begin(), history_.end(), GlobalPair{ids_[i], 0, 0, 0},
-        [](const GlobalPair& x, const GlobalPair& y) { return x.a < y.a; });
+    const auto [lo, hi] =
+        std::equal_range(history_.begin(), history_.end(), GlobalPair{ids_[i], 0, 0, 0},
+                         [](const GlobalPair& x, const GlobalPair& y) { return x.a < y.a; });
     w.put(uint32_t(hi - lo));
     for (auto it = lo; it != hi; ++it) w.put(*it);
+    // The slot may come back as a ghost, and setLocal() tells the rank's
+    // BroadPhase only what differs from these arrays: make them true of it
+    // again (set*() wrote the new attributes here before any update).
+    if (dirty_[i] & kAttributes) {
+      local_->setFilter(handles_[i], filters_[i]);
+      local_->setMotionType(handles_[i], motions_[i]);
+      local_->setUserData(handles_[i], userData_[i]);
+    }
     s.departing.push_back(i);
     role_[i] = kDeparting;
     --ownedCount_;
@@ -805,7 +813,8 @@ const GlobalFrame& DistributedBroadPhase::update() {
     stats_ = stats;
     fail(ErrorCode::capacityExceeded,
          "update: a rank's BroadPhase exceeded its pair budget" +
-             (failure.empty() ? std::string() : " (rank " + std::to_string(rank_) + ": " + failure + ")") +
+             (failure.empty() ? std::string()
+                              : " (rank " + std::to_string(rank_) + ": " + failure + ")") +
              "; proxies are updated, the pair history is kept");
   }
 
@@ -874,7 +883,8 @@ std::string DistributedBroadPhase::validateLocal() const {
       return who + ": box differs from the rank's BroadPhase";
     if (role_[i] == kOwned) {
       ++owned;
-      if (owners_[i] != rank_) return who + ": owned but the owner is " + std::to_string(owners_[i]);
+      if (owners_[i] != rank_)
+        return who + ": owned but the owner is " + std::to_string(owners_[i]);
       if (!mine.contains(boxes_[i].center())) return who + ": owned but its centre is elsewhere";
     } else if (role_[i] == kGhost) {
       if (owners_[i] == rank_) return who + ": a ghost of its own rank";
@@ -883,21 +893,26 @@ std::string DistributedBroadPhase::validateLocal() const {
       return who + ": unknown role " + std::to_string(role_[i]);
     }
   }
-  if (owned != ownedCount_) return "owned count " + std::to_string(ownedCount_) + ", found " + std::to_string(owned);
-  if (held != index_.size()) return "id map has " + std::to_string(index_.size()) + " ids, " + std::to_string(held) + " held";
+  if (owned != ownedCount_)
+    return "owned count " + std::to_string(ownedCount_) + ", found " + std::to_string(owned);
+  if (held != index_.size())
+    return "id map has " + std::to_string(index_.size()) + " ids, " + std::to_string(held) +
+           " held";
   if (local_->proxyCount() != held)
     return "the rank's BroadPhase has " + std::to_string(local_->proxyCount()) + " proxies, " +
            std::to_string(held) + " held";
   for (size_t k = 0; k < history_.size(); ++k) {
     const GlobalPair& p = history_[k];
-    if (!(p.a < p.b)) return "history pair " + std::to_string(p.a) + ", " + std::to_string(p.b) + " out of order";
+    if (!(p.a < p.b))
+      return "history pair " + std::to_string(p.a) + ", " + std::to_string(p.b) + " out of order";
     if (k > 0 && !pairBefore(history_[k - 1], p)) return "history not sorted";
     const auto it = index_.find(p.a);
     if (it == index_.end() || role_[it->second] != kOwned)
       return "history pair of " + idText(p.a) + ", which this rank does not own";
   }
   for (uint64_t id : directory_)
-    if (directoryRank(id, size_) != rank_) return "directory holds " + idText(id) + " of another rank";
+    if (directoryRank(id, size_) != rank_)
+      return "directory holds " + idText(id) + " of another rank";
   return {};
 }
 
@@ -938,9 +953,11 @@ std::string DistributedBroadPhase::validate() const {
       decomposition_.ranksTouching(grown(boxes_[i]), targets);
       if (!sameBox(box, boxes_[i]) || !sameFilter(filter, filters_[i]) || motion != motions_[i] ||
           userData != userData_[i])
-        message = "rank " + std::to_string(src) + "'s ghost of " + idText(id) + " differs from the owner's proxy";
+        message = "rank " + std::to_string(src) + "'s ghost of " + idText(id) +
+                  " differs from the owner's proxy";
       else if (!hasRank(targets, src))
-        message = "rank " + std::to_string(src) + " holds a ghost of " + idText(id) + " that its box does not send there";
+        message = "rank " + std::to_string(src) + " holds a ghost of " + idText(id) +
+                  " that its box does not send there";
       ++copies[id];
     }
   }

@@ -71,8 +71,7 @@ bool segmentMayCross(const Ray& ray, const Region& region) {
   const Vec3 t(tol, tol, tol);
   float tMin = 0.0f;
   float tMax = ray.maxT;
-  return clipRayAabb(ray.origin, ray.invDirection, Aabb{region.lo - t, region.hi + t}, tMin,
-                     tMax);
+  return clipRayAabb(ray.origin, ray.invDirection, Aabb{region.lo - t, region.hi + t}, tMin, tMax);
 }
 
 }  // namespace
@@ -174,8 +173,8 @@ void DistributedBroadPhase::queryBoxes(std::span<const Aabb> boxes, BatchResults
     for (const Aabb& b : boxes) w.put(b);
   std::vector<std::byte> all;
   std::vector<uint64_t> offsets;
-  const uint64_t flags = detail::allGather(comm_, s.bytes, bad.empty() ? 0 : faultBits(rank_, false),
-                                           all, offsets, traffic);
+  const uint64_t flags = detail::allGather(
+      comm_, s.bytes, bad.empty() ? 0 : faultBits(rank_, false), all, offsets, traffic);
   agreeOnErrors(flags, ErrorCode::invalidBox, bad, "queryBoxes");
 
   // Each proxy is reported by the rank whose region holds the lower corner
@@ -284,8 +283,8 @@ void DistributedBroadPhase::nearest(std::span<const NearestInput> queries,
         const float reach = std::sqrt(limit) * 1.001f;
         Aabb cube{point - Vec3(reach, reach, reach), point + Vec3(reach, reach, reach)};
         for (int a = 0; a < 3; ++a) {
-          cube.min[a] = std::max(std::nextafter(std::nextafter(cube.min[a], -kInfinity), -kInfinity),
-                                 -kMaxCoordinate);
+          cube.min[a] = std::max(
+              std::nextafter(std::nextafter(cube.min[a], -kInfinity), -kInfinity), -kMaxCoordinate);
           cube.max[a] = std::min(std::nextafter(std::nextafter(cube.max[a], kInfinity), kInfinity),
                                  kMaxCoordinate);
         }
@@ -345,8 +344,7 @@ void DistributedBroadPhase::nearest(std::span<const NearestInput> queries,
 }
 
 void DistributedBroadPhase::nearest(const Vec3& point, uint32_t k,
-                                    std::vector<GlobalNeighbour>& out,
-                                    const Filter& filter) const {
+                                    std::vector<GlobalNeighbour>& out, const Filter& filter) const {
   const NearestInput query{point, k};
   BatchResults<GlobalNeighbour> results;
   nearest(std::span<const NearestInput>(&query, 1), results, filter);

@@ -98,8 +98,8 @@ uint64_t allGather(MPI_Comm comm, std::span<const std::byte> mine, uint64_t flag
     counts[r] = int(sizes[2 * r]);
     displs[r] = int(offsets[r]);
   }
-  MPI_Allgatherv(mine.data(), int(mine.size()), MPI_BYTE, all.data(), counts.data(),
-                 displs.data(), MPI_BYTE, comm);
+  MPI_Allgatherv(mine.data(), int(mine.size()), MPI_BYTE, all.data(), counts.data(), displs.data(),
+                 MPI_BYTE, comm);
   traffic.collectives += 2;
   traffic.bytesSent += mine.size() * uint64_t(size - 1);
   traffic.bytesReceived += offsets.back() - mine.size();

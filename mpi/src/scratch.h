@@ -13,7 +13,11 @@ namespace bp::mpi {
 
 struct DistributedBroadPhase::Scratch {
   explicit Scratch(int size)
-      : directory(size), migrate(size), ghosts(size), pairs(size), queries(size),
+      : directory(size),
+        migrate(size),
+        ghosts(size),
+        pairs(size),
+        queries(size),
         validation(size) {}
 
   // One exchange per phase, so that each keeps buffers sized for its traffic.

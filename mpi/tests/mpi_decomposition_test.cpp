@@ -42,7 +42,8 @@ TEST(Decomposition, PlaceholderTilesSpace) {
     std::vector<Vec3> points;
     SceneRng rng(7);
     for (int k = 0; k < 2000; ++k)
-      points.emplace_back(rng.uniform() * 20 - 10, rng.uniform() * 20 - 10, rng.uniform() * 20 - 10);
+      points.emplace_back(rng.uniform() * 20 - 10, rng.uniform() * 20 - 10,
+                          rng.uniform() * 20 - 10);
     points.emplace_back(0, 0, 0);  // on every cut
     expectTiles(d, points);
   }

@@ -14,8 +14,9 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
   explicit FailurePrinter(int rank) : rank_(rank) {}
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, result.file_name() ? result.file_name() : "?",
-                 result.line_number(), result.message());
+    std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_,
+                 result.file_name() ? result.file_name() : "?", result.line_number(),
+                 result.message());
   }
 
  private:

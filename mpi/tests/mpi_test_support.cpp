@@ -59,7 +59,8 @@ uint64_t hashIds(const std::vector<GlobalPair>& pairs) {
                                      const std::vector<GlobalPair>& actual) {
   if (expected == actual) return ::testing::AssertionSuccess();
   std::ostringstream out;
-  out << "expected " << expected.size() << " pairs, got " << actual.size() << "; first differences:";
+  out << "expected " << expected.size() << " pairs, got " << actual.size()
+      << "; first differences:";
   auto text = [](const GlobalPair& p) {
     std::ostringstream s;
     s << "(" << p.a << ", " << p.b << "; " << p.userDataA << ", " << p.userDataB << ")";

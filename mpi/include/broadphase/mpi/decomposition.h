@@ -21,8 +21,8 @@ struct Region {
 
   /// True when the point lies in the region (lo <= p < hi on every axis).
   bool contains(const Vec3& p) const {
-    return int(lo.x() <= p.x()) & int(p.x() < hi.x()) & int(lo.y() <= p.y()) &
-           int(p.y() < hi.y()) & int(lo.z() <= p.z()) & int(p.z() < hi.z());
+    return int(lo.x() <= p.x()) & int(p.x() < hi.x()) & int(lo.y() <= p.y()) & int(p.y() < hi.y()) &
+           int(lo.z() <= p.z()) & int(p.z() < hi.z());
   }
   /// True when the closed box shares a point with the region.
   bool touches(const Aabb& box) const {

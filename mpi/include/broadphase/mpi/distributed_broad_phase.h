@@ -355,7 +355,7 @@ class DistributedBroadPhase {
   std::vector<Aabb> nextBoxes_;
   std::vector<uint8_t> dirty_;
   std::vector<uint32_t> dirtyList_;
-  std::vector<std::byte> payloads_;  ///< payloadBytes per local index
+  std::vector<std::byte> payloads_;               ///< payloadBytes per local index
   std::unordered_map<uint64_t, uint32_t> index_;  ///< held id -> local index
 
   std::vector<PendingAdd> adds_;
