@@ -761,6 +761,14 @@ const GlobalFrame& DistributedBroadPhase::update() {
   for (uint32_t i : s.departing)
     if (role_[i] == kDeparting) removeLocal(i);
 
+  // Ownership is final for this frame (even if the update fails below).
+  ownedIds_.clear();
+  uint32_t ghosts = 0;
+  for (uint32_t i = 0; i < role_.size(); ++i) {
+    if (role_[i] == kOwned) ownedIds_.push_back(ids_[i]);
+    ghosts += role_[i] == kGhost;
+  }
+
   // The history that came with the arrivals joins this rank's (before the
   // update can fail: it belongs to the proxies now owned here).
   if (!s.historyIn.empty()) {
@@ -844,12 +852,6 @@ const GlobalFrame& DistributedBroadPhase::update() {
   history_.swap(s.current);
   frame_ = {history_, begun_, ended_};
 
-  ownedIds_.clear();
-  uint32_t ghosts = 0;
-  for (uint32_t i = 0; i < role_.size(); ++i) {
-    if (role_[i] == kOwned) ownedIds_.push_back(ids_[i]);
-    ghosts += role_[i] == kGhost;
-  }
   stats.owned = ownedCount_;
   stats.ghosts = ghosts;
   stats.reported = uint32_t(history_.size());
