@@ -71,6 +71,9 @@ void removeRank(std::vector<int>& targets, int rank) {
   targets.erase(std::remove(targets.begin(), targets.end(), rank), targets.end());
 }
 
+// pairBefore as a function object, so that sorts inline it.
+constexpr auto byIds = [](const GlobalPair& x, const GlobalPair& y) { return pairBefore(x, y); };
+
 bool hasRank(const std::vector<int>& targets, int rank) {
   return std::binary_search(targets.begin(), targets.end(), rank);
 }
@@ -188,8 +191,30 @@ void DistributedBroadPhase::move(uint64_t id, const Aabb& box) {
     return;
   }
   const uint32_t i = ownedIndex(id, "move");
+  if (sameBox(nextBoxes_[i], box)) return;
   nextBoxes_[i] = box;
   markDirty(i, kMoved);
+}
+
+void DistributedBroadPhase::moveOwned(std::span<const Aabb> boxes) {
+  if (boxes.size() != ownedSlots_.size())
+    fail(ErrorCode::invalidArgument, "moveOwned: " + std::to_string(boxes.size()) + " boxes for " +
+                                         std::to_string(ownedSlots_.size()) + " owned proxies");
+  for (size_t k = 0; k < boxes.size(); ++k) {
+    const uint32_t i = ownedSlots_[k];
+    if (sameBox(nextBoxes_[i], boxes[k])) continue;
+    if (!isValid(boxes[k]))
+      fail(ErrorCode::invalidBox,
+           "moveOwned: " + idText(ids_[i]) + ": " + describeInvalid(boxes[k]));
+    if (dirty_[i] & kRemoved)
+      fail(ErrorCode::staleHandle, "moveOwned: " + idText(ids_[i]) + " was removed");
+  }
+  for (size_t k = 0; k < boxes.size(); ++k) {
+    const uint32_t i = ownedSlots_[k];
+    if (sameBox(nextBoxes_[i], boxes[k])) continue;
+    nextBoxes_[i] = boxes[k];
+    markDirty(i, kMoved);
+  }
 }
 
 void DistributedBroadPhase::move(std::span<const uint64_t> ids, std::span<const Aabb> boxes) {
@@ -612,10 +637,19 @@ const GlobalFrame& DistributedBroadPhase::update() {
     const bool moved = !sameBox(boxes_[i], nextBoxes_[i]);
     const bool attributes = (dirty_[i] & kAttributes) != 0;
     if (!moved && !attributes && !rebalance) return;
-    old->ranksTouching(grown(boxes_[i]), oldTargets);
-    removeRank(oldTargets, rank_);
-    now_.ranksTouching(grown(nextBoxes_[i]), targets);
-    removeRank(targets, rank_);
+    const Aabb before = grown(boxes_[i]);
+    const Aabb after = grown(nextBoxes_[i]);
+    // Most proxies lie inside the region before and after: no ghosts either
+    // way, and no tree walks.
+    if (old->region(rank_).encloses(before) && now_.region(rank_).encloses(after)) {
+      oldTargets.clear();
+      targets.clear();
+    } else {
+      old->ranksTouching(before, oldTargets);
+      removeRank(oldTargets, rank_);
+      now_.ranksTouching(after, targets);
+      removeRank(targets, rank_);
+    }
     for (int t : targets) {
       const bool had = hasRank(oldTargets, t);
       if (had && !attributes && !moved) continue;
@@ -639,7 +673,10 @@ const GlobalFrame& DistributedBroadPhase::update() {
     }
     // The rank's BroadPhase gets what changed; filters_ etc. already hold
     // the new values, so tell it unconditionally when they changed.
-    if (moved) local_->move(handles_[i], nextBoxes_[i]);
+    if (moved) {
+      s.moveHandles.push_back(handles_[i]);
+      s.moveBoxes.push_back(nextBoxes_[i]);
+    }
     if (attributes) {
       local_->setFilter(handles_[i], filters_[i]);
       local_->setMotionType(handles_[i], motions_[i]);
@@ -659,6 +696,10 @@ const GlobalFrame& DistributedBroadPhase::update() {
     dirty_[i] = 0;
   }
   dirtyList_.clear();
+  // One batch for the rank's BroadPhase (its parallel path).
+  local_->move(s.moveHandles, s.moveBoxes);
+  s.moveHandles.clear();
+  s.moveBoxes.clear();
   s.migrate.run(comm_, kTagMigrate, 0, traffic);
 
   // 7. Arrivals, sources in rank order (this rank's own adds included).
@@ -739,8 +780,10 @@ const GlobalFrame& DistributedBroadPhase::update() {
       }
       const Aabb box = r.getBox();
       if (kind == kGhostMove) {
+        // Batched below: no record of this frame removes the same ghost.
         const uint32_t i = index_.at(id);
-        local_->move(handles_[i], box);
+        s.moveHandles.push_back(handles_[i]);
+        s.moveBoxes.push_back(box);
         boxes_[i] = box;
         nextBoxes_[i] = box;
         continue;
@@ -758,14 +801,21 @@ const GlobalFrame& DistributedBroadPhase::update() {
       }
     }
   }
+  local_->move(s.moveHandles, s.moveBoxes);
+  s.moveHandles.clear();
+  s.moveBoxes.clear();
   for (uint32_t i : s.departing)
     if (role_[i] == kDeparting) removeLocal(i);
 
   // Ownership is final for this frame (even if the update fails below).
   ownedIds_.clear();
+  ownedSlots_.clear();
   uint32_t ghosts = 0;
   for (uint32_t i = 0; i < role_.size(); ++i) {
-    if (role_[i] == kOwned) ownedIds_.push_back(ids_[i]);
+    if (role_[i] == kOwned) {
+      ownedIds_.push_back(ids_[i]);
+      ownedSlots_.push_back(i);
+    }
     ghosts += role_[i] == kGhost;
   }
 
@@ -774,32 +824,37 @@ const GlobalFrame& DistributedBroadPhase::update() {
   if (!s.historyIn.empty()) {
     const size_t mid = history_.size();
     history_.insert(history_.end(), s.historyIn.begin(), s.historyIn.end());
-    std::sort(history_.begin() + ptrdiff_t(mid), history_.end(), pairBefore);
-    std::inplace_merge(history_.begin(), history_.begin() + ptrdiff_t(mid), history_.end(),
-                       pairBefore);
+    std::sort(history_.begin() + ptrdiff_t(mid), history_.end(), byIds);
+    std::inplace_merge(history_.begin(), history_.begin() + ptrdiff_t(mid), history_.end(), byIds);
   }
 
   // 10. The rank's BroadPhase. A failure is agreed on in the pair exchange.
   uint64_t failed = 0;
   std::string failure;
   s.current.clear();
-  const double localStart = now();
+  // What the pair loop reads per proxy, packed: pairs come in index order of
+  // their first proxy only, so the second is a random access. A proxy whose
+  // box lies inside the region makes the corner test unnecessary: the
+  // corner lies in that box.
+  const Region& mine = now_.region(rank_);
+  s.info.resize(role_.size());
+  for (uint32_t i = 0; i < role_.size(); ++i)
+    s.info[i] = {ids_[i], owners_[i], role_[i] != kFree && mine.encloses(boxes_[i])};
   try {
+    const double localStart = now();
     const FramePairs& local = local_->update();
-    const Region& mine = now_.region(rank_);
+    stats.localSeconds = now() - localStart;
     for (const ProxyPair& p : local.pairs) {
+      const Scratch::PairInfo& a = s.info[p.a];
+      const Scratch::PairInfo& b = s.info[p.b];
       // The lower corner of the intersection: exactly one region holds it,
       // and that region's rank holds both boxes.
-      const Vec3 corner = boxes_[p.a].min.cwiseMax(boxes_[p.b].min);
-      if (!mine.contains(corner)) continue;
-      GlobalPair g{ids_[p.a], ids_[p.b], p.userDataA, p.userDataB};
-      uint32_t lower = p.a;
-      if (g.a > g.b) {
-        std::swap(g.a, g.b);
-        std::swap(g.userDataA, g.userDataB);
-        lower = p.b;
-      }
-      const int dest = owners_[lower];
+      if (!(a.inside | b.inside) && !mine.contains(boxes_[p.a].min.cwiseMax(boxes_[p.b].min)))
+        continue;
+      const bool swap = a.id > b.id;
+      const GlobalPair g = swap ? GlobalPair{b.id, a.id, p.userDataB, p.userDataA}
+                                : GlobalPair{a.id, b.id, p.userDataA, p.userDataB};
+      const int dest = swap ? b.owner : a.owner;
       if (dest == rank_) {
         s.current.push_back(g);
       } else {
@@ -811,7 +866,6 @@ const GlobalFrame& DistributedBroadPhase::update() {
     failed = kFlagLocalFailed;
     failure = e.what();
   }
-  stats.localSeconds = now() - localStart;
   const uint64_t flags = s.pairs.run(comm_, kTagPairs, failed, traffic);
   if (flags & kFlagLocalFailed) {
     // Proxies, ghosts and history are consistent (the history followed
@@ -832,7 +886,7 @@ const GlobalFrame& DistributedBroadPhase::update() {
     ByteReader r(s.pairs.from(src));
     while (!r.done()) s.current.push_back(r.get<GlobalPair>());
   }
-  std::sort(s.current.begin(), s.current.end(), pairBefore);
+  std::sort(s.current.begin(), s.current.end(), byIds);
   begun_.clear();
   ended_.clear();
   {

@@ -33,11 +33,21 @@ struct DistributedBroadPhase::Scratch {
     Aabb oldBox;
   };
   std::vector<Arrival> arrivals;
+  /// Per local index, what the pair loop needs: id, owner, and whether the
+  /// box lies inside this rank's region.
+  struct PairInfo {
+    uint64_t id;
+    int32_t owner;
+    uint32_t inside;
+  };
+  std::vector<PairInfo> info;
   std::vector<uint32_t> departing;  ///< local indices sent away this frame
   std::vector<uint64_t> departedIds;
   std::vector<GlobalPair> current;    ///< this frame's pairs whose lower id is owned here
   std::vector<GlobalPair> historyIn;  ///< the history that came with arrivals
   std::vector<int> targets, oldTargets;
+  std::vector<ProxyId> moveHandles;  ///< one batch of moves for the rank's BroadPhase
+  std::vector<Aabb> moveBoxes;
   std::vector<int64_t> counts;
   std::vector<uint64_t> removedIds;
   std::vector<std::pair<uint64_t, int>> addedIds;  ///< (id, adding rank)

@@ -24,6 +24,12 @@ struct Region {
     return int(lo.x() <= p.x()) & int(p.x() < hi.x()) & int(lo.y() <= p.y()) & int(p.y() < hi.y()) &
            int(lo.z() <= p.z()) & int(p.z() < hi.z());
   }
+  /// True when the closed box lies inside the region (so it touches no other
+  /// region of the same Decomposition).
+  bool encloses(const Aabb& box) const {
+    return int(lo.x() <= box.min.x()) & int(box.max.x() < hi.x()) & int(lo.y() <= box.min.y()) &
+           int(box.max.y() < hi.y()) & int(lo.z() <= box.min.z()) & int(box.max.z() < hi.z());
+  }
   /// True when the closed box shares a point with the region.
   bool touches(const Aabb& box) const {
     return int(box.min.x() < hi.x()) & int(lo.x() <= box.max.x()) & int(box.min.y() < hi.y()) &

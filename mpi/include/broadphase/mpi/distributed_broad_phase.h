@@ -179,7 +179,7 @@ struct FrameStats {
   double imbalance = 0;           ///< max / mean - 1 of the owned counts, after the update
   bool rebalanced = false;        ///< this update rebuilt the decomposition
   double exchangeSeconds = 0;     ///< in MPI calls (waiting for other ranks included)
-  double localSeconds = 0;        ///< in the rank's BroadPhase::update()
+  double localSeconds = 0;        ///< in the rank's BroadPhase::update() alone
   double totalSeconds = 0;        ///< the whole update()
 };
 
@@ -209,10 +209,18 @@ class DistributedBroadPhase {
   /// last update(). Throws Error(staleHandle) for any other id.
   void remove(uint64_t id);
   /// The proxy's new box: only its owner (or the rank that added it) moves
-  /// it. Throws Error(staleHandle) or Error(invalidBox).
+  /// it. A box equal to the one last given records nothing (a proxy at rest
+  /// costs no work and no message). Throws Error(staleHandle) or
+  /// Error(invalidBox).
   void move(uint64_t id, const Aabb& box);
   /// Many moves, all validated before any is recorded.
   void move(std::span<const uint64_t> ids, std::span<const Aabb> boxes);
+  /// boxes[k] is the new box of ownedIds()[k], for every owned proxy at once
+  /// (boxes.size() == ownedIds().size()): no id lookups, the fastest way to
+  /// move everything a rank simulates. All validated first; an owned proxy
+  /// removed since the last update() must keep its box. A box equal to the
+  /// current one (as in move()) records nothing.
+  void moveOwned(std::span<const Aabb> boxes);
   /// As BroadPhase::setFilter, from the next update(). Owner only.
   void setFilter(uint64_t id, const Filter& filter);
   /// As BroadPhase::setUserData, from the next update(). Owner only.
@@ -367,6 +375,7 @@ class DistributedBroadPhase {
   std::unordered_set<uint64_t> directory_;
 
   std::vector<uint64_t> ownedIds_;
+  std::vector<uint32_t> ownedSlots_;  ///< the local index of each of ownedIds_
   /// The pairs whose lower id this rank owns, as of the last update(),
   /// sorted: the history begun and ended are computed against.
   std::vector<GlobalPair> history_;
