@@ -142,6 +142,8 @@ struct RankRow {
   double frameMs, localMs, exchangeMs;
   double bytesSent, messagesSent, collectives;
   double ghosts, ghostRecords, migrations, pairsSent, owned, reported;
+  double bytesPerOwned;       // memoryBytes() / owned, after the last frame
+  double localBytesPerOwned;  // the rank's BroadPhase's part of it
 };
 
 std::vector<GlobalPair> gatherPairs(std::span<const GlobalPair> mine, int size) {
@@ -271,6 +273,9 @@ int run(const Options& o, int rank, int size) {
       mean(series([](const FrameStats& s) { return s.pairsSent; })),
       mean(series([](const FrameStats& s) { return s.owned; })),
       mean(series([](const FrameStats& s) { return s.reported; })),
+      double(world.memoryBytes()) / std::max<double>(1.0, double(world.ownedIds().size())),
+      double(world.localBroadPhase().memoryBytes()) /
+          std::max<double>(1.0, double(world.ownedIds().size())),
   };
   std::vector<RankRow> rows(static_cast<size_t>(size));
   MPI_Gather(&row, sizeof(RankRow), MPI_BYTE, rows.data(), sizeof(RankRow), MPI_BYTE, 0,
@@ -289,7 +294,8 @@ int run(const Options& o, int rank, int size) {
     std::printf(
         "scaling,scene,n_total,ranks,threads,rank,frame_ms,local_ms,mpi_ms,bytes_sent,messages_"
         "sent,"
-        "collectives,ghosts,ghost_records,migrations,pairs_sent,owned,pairs_reported\n");
+        "collectives,ghosts,ghost_records,migrations,pairs_sent,owned,pairs_reported,bytes_per_"
+        "owned\n");
     for (int r = 0; r < size; ++r) {
       const RankRow& w = rows[size_t(r)];
       std::printf(
@@ -304,19 +310,22 @@ int run(const Options& o, int rank, int size) {
         "(+%d warm-up)\n",
         scaling, bp::sceneName(o.scene), (unsigned long long)total, size, o.threads, o.frames,
         o.warmup);
-    std::printf("%4s %9s %9s %9s %11s %6s %5s %8s %9s %8s %8s %9s %9s\n", "rank", "frame_ms",
+    std::printf("%4s %9s %9s %9s %11s %6s %5s %8s %9s %8s %8s %9s %9s %8s\n", "rank", "frame_ms",
                 "local_ms", "mpi_ms", "bytes/frm", "msg/f", "coll", "ghosts", "ghost_rec", "migr/f",
-                "pairs_tx", "owned", "reported");
+                "pairs_tx", "owned", "reported", "B/owned");
     for (int r = 0; r < size; ++r) {
       const RankRow& w = rows[size_t(r)];
-      std::printf("%4d %9.3f %9.3f %9.3f %11.0f %6.1f %5.1f %8.0f %9.1f %8.1f %8.1f %9.0f %9.0f\n",
-                  r, w.frameMs, w.localMs, w.exchangeMs, w.bytesSent, w.messagesSent, w.collectives,
-                  w.ghosts, w.ghostRecords, w.migrations, w.pairsSent, w.owned, w.reported);
+      std::printf(
+          "%4d %9.3f %9.3f %9.3f %11.0f %6.1f %5.1f %8.0f %9.1f %8.1f %8.1f %9.0f %9.0f %8.0f\n", r,
+          w.frameMs, w.localMs, w.exchangeMs, w.bytesSent, w.messagesSent, w.collectives, w.ghosts,
+          w.ghostRecords, w.migrations, w.pairsSent, w.owned, w.reported, w.bytesPerOwned);
     }
     std::printf(
         "job frame (slowest rank, median): %.3f ms; pairs %llu; imbalance %.3f; "
         "rebalances %d\n",
         median(slowest), (unsigned long long)pairsLast, imbalance, rebalances);
+    std::printf("memory per owned proxy (rank 0): %.0f bytes, of which its BroadPhase %.0f\n",
+                rows[0].bytesPerOwned, rows[0].localBytesPerOwned);
     if (!singleMs.empty())
       std::printf("one plain BroadPhase, same frames, same process: %.3f ms\n", median(singleMs));
   }

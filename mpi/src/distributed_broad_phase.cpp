@@ -906,6 +906,21 @@ const GlobalFrame& DistributedBroadPhase::update() {
   history_.swap(s.current);
   frame_ = {history_, begun_, ended_};
 
+  // A burst (the first distribution of every proxy, a rebalance) leaves
+  // buffers sized for it: free those a steady frame does not refill.
+  detail::trim(adds_);
+  detail::trim(s.arrivals);
+  detail::trim(s.historyIn);
+  detail::trim(s.departing);
+  detail::trim(s.departedIds);
+  detail::trim(s.centres);
+  detail::trim(s.bytes);
+  detail::trim(s.current);
+  s.directory.trim();
+  s.migrate.trim();
+  s.ghosts.trim();
+  s.pairs.trim();
+
   stats.owned = ownedCount_;
   stats.ghosts = ghosts;
   stats.reported = uint32_t(history_.size());
@@ -919,6 +934,44 @@ const GlobalFrame& DistributedBroadPhase::update() {
   stats.totalSeconds = now() - start;
   stats_ = stats;
   return frame_;
+}
+
+// --- Introspection -------------------------------------------------------------
+
+namespace {
+
+template <class T>
+size_t bytesOf(const std::vector<T>& v) {
+  return v.capacity() * sizeof(T);
+}
+
+// An unordered container: its bucket array and one node per entry (the
+// value and the next pointer, and the cached hash for std::hash<uint64_t>'s
+// identity hash: none, so value + pointer, rounded to 16 by the allocator).
+template <class Map>
+size_t bytesOfMap(const Map& m) {
+  const size_t node = (sizeof(typename Map::value_type) + sizeof(void*) + 15) / 16 * 16;
+  return m.bucket_count() * sizeof(void*) + m.size() * node;
+}
+
+}  // namespace
+
+size_t DistributedBroadPhase::memoryBytes() const {
+  const Scratch& s = *scratch_;
+  size_t bytes = local_->memoryBytes();
+  bytes += bytesOf(ids_) + bytesOf(handles_) + bytesOf(owners_) + bytesOf(role_) + bytesOf(boxes_) +
+           bytesOf(filters_) + bytesOf(motions_) + bytesOf(userData_) + bytesOf(nextBoxes_) +
+           bytesOf(dirty_) + bytesOf(dirtyList_) + bytesOf(payloads_);
+  bytes += bytesOfMap(index_) + bytesOfMap(addIndex_) + bytesOfMap(directory_);
+  bytes += bytesOf(ownedIds_) + bytesOf(ownedSlots_) + bytesOf(history_) + bytesOf(begun_) +
+           bytesOf(ended_) + bytesOf(adds_);
+  bytes += bytesOf(s.current) + bytesOf(s.historyIn) + bytesOf(s.info) + bytesOf(s.moveHandles) +
+           bytesOf(s.moveBoxes) + bytesOf(s.departing) + bytesOf(s.departedIds) +
+           bytesOf(s.arrivals) + bytesOf(s.centres) + bytesOf(s.bytes);
+  for (const detail::Exchange* e :
+       {&s.directory, &s.migrate, &s.ghosts, &s.pairs, &s.queries, &s.validation})
+    bytes += e->memoryBytes();
+  return bytes;
 }
 
 // --- validate ------------------------------------------------------------------

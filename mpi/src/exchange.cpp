@@ -65,6 +65,11 @@ uint64_t Exchange::run(MPI_Comm comm, int tag, uint64_t flag, Traffic& traffic) 
   return flags;
 }
 
+void Exchange::trim() {
+  for (auto& b : send_) detail::trim(b);
+  for (auto& b : recv_) detail::trim(b);
+}
+
 void Exchange::clear() {
   for (auto& b : send_) b.clear();
   for (auto& b : recv_) b.clear();

@@ -105,6 +105,17 @@ class Exchange {
   uint64_t run(MPI_Comm comm, int tag, uint64_t flag, Traffic& traffic);
   /// Empties every buffer (capacity kept).
   void clear();
+  /// Frees the buffers that hold far more than this exchange last moved
+  /// (after a burst: the first distribution, a rebalance), keeping those a
+  /// steady frame reuses.
+  void trim();
+  /// Heap bytes of the buffers (their capacity).
+  size_t memoryBytes() const {
+    size_t bytes = 0;
+    for (const auto& b : send_) bytes += b.capacity();
+    for (const auto& b : recv_) bytes += b.capacity();
+    return bytes + (sizesOut_.capacity() + sizesIn_.capacity()) * sizeof(uint64_t);
+  }
 
  private:
   std::vector<std::vector<std::byte>> send_;
@@ -118,6 +129,13 @@ class Exchange {
 /// offsets[r + 1])). Returns the OR of every rank's `flag`.
 uint64_t allGather(MPI_Comm comm, std::span<const std::byte> mine, uint64_t flag,
                    std::vector<std::byte>& all, std::vector<uint64_t>& offsets, Traffic& traffic);
+
+/// Frees a vector's storage when it is much larger than what it holds now
+/// (a burst's leftover), keeping it otherwise.
+template <class T>
+void trim(std::vector<T>& v) {
+  if (v.capacity() * sizeof(T) > 65536 && v.capacity() > 2 * v.size()) std::vector<T>().swap(v);
+}
 
 /// Seconds since an arbitrary start (MPI_Wtime).
 inline double now() { return MPI_Wtime(); }

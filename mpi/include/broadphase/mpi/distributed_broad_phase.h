@@ -306,6 +306,10 @@ class DistributedBroadPhase {
   const Decomposition& decomposition() const { return decomposition_; }
   /// This rank's BroadPhase: owned proxies and ghosts, by local index.
   const BroadPhase& localBroadPhase() const { return *local_; }
+  /// Heap bytes this rank holds: its BroadPhase (BroadPhase::memoryBytes),
+  /// the per-proxy arrays, the id maps (estimated: a node and a bucket per
+  /// entry), the pair history and the exchange buffers.
+  size_t memoryBytes() const;
   /// Collective. Checks this rank's BroadPhase and bookkeeping, and across
   /// ranks that every ghost matches its owner's box and that every owner
   /// sent each ghost where the rules say. Empty on every rank when all holds.
