@@ -7,8 +7,11 @@
 //   mpirun -np 4 bpbench-mpi --scene uniform --n 100000 --frames 30 --threads 1
 //   mpirun -np 4 bpbench-mpi --scene uniform --n 25000 --weak   # 25 000 per rank
 //
-// Rank 0 prints one row per rank: median frame time, its part in the rank's
-// BroadPhase and in MPI calls (waiting for slower ranks included), bytes and
+// Rank 0 prints one row per rank: median frame time (wall), the rank's own
+// work in it (its thread's CPU time outside MPI calls: what a machine with a
+// core per rank would see, whatever else runs here) and the part of that in
+// the rank's BroadPhase, the wall time in MPI calls (waiting for slower ranks
+// included), bytes and
 // messages sent per frame, ghosts held, ghost records and migrations per
 // frame, proxies owned; then the frame time of the job (each frame's slowest
 // rank, median over frames) and the load imbalance. --check compares every
@@ -19,6 +22,7 @@
 #include <broadphase/testkit/scene.h>
 
 #include <mpi.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -125,6 +129,13 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// The calling thread's CPU seconds (not counting time without a core).
+double threadCpu() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -137,9 +148,13 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : s / double(v.size());
 }
 
-// One rank's summary, as rank 0 gathers it.
+// One rank's summary, as rank 0 gathers it: medians of times, means of
+// counts per frame.
 struct RankRow {
-  double frameMs, localMs, exchangeMs;
+  double frameMs;     // wall: moveOwned + update
+  double workMs;      // the rank thread's CPU outside MPI calls, same span
+  double localMs;     // the rank thread's CPU in its BroadPhase::update
+  double exchangeMs;  // wall: in MPI calls, waiting for other ranks included
   double bytesSent, messagesSent, collectives;
   double ghosts, ghostRecords, migrations, pairsSent, owned, reported;
   double bytesPerOwned;       // memoryBytes() / owned, after the last frame
@@ -193,7 +208,7 @@ int run(const Options& o, int rank, int size) {
   if (single) single->update();
 
   std::vector<FrameStats> stats;
-  std::vector<double> frameMs, singleMs;
+  std::vector<double> frameMs, workMs, singleMs, singleCpuMs;
   std::vector<bp::Aabb> boxes;
   std::vector<bp::ProxyId> handles;
   std::vector<bp::Aabb> allBoxes;
@@ -207,7 +222,9 @@ int run(const Options& o, int rank, int size) {
     // Every owned box, moving or not: moveOwned skips those that did not
     // change, as an engine that hands over all its bodies would rely on.
     for (uint64_t id : world.ownedIds()) boxes.push_back(scene.boxes[id]);
+    const double c0 = threadCpu();
     world.moveOwned(boxes);
+    const double moveCpu = threadCpu() - c0;
     const bp::mpi::GlobalFrame& f = world.update();
     const double t1 = MPI_Wtime();
     if (frame < o.warmup) {
@@ -220,6 +237,7 @@ int run(const Options& o, int rank, int size) {
       continue;
     }
     frameMs.push_back((t1 - t0) * 1e3);
+    workMs.push_back((moveCpu + world.stats().workCpuSeconds) * 1e3);
     stats.push_back(world.stats());
     if (single) {
       handles.clear();
@@ -230,8 +248,10 @@ int run(const Options& o, int rank, int size) {
         allBoxes.push_back(scene.boxes[i]);
       }
       const double s0 = MPI_Wtime();
+      const double sc0 = threadCpu();
       single->move(handles, allBoxes);
       single->update();
+      singleCpuMs.push_back((threadCpu() - sc0) * 1e3);
       singleMs.push_back((MPI_Wtime() - s0) * 1e3);
     }
     uint64_t mine = f.pairs.size();
@@ -260,9 +280,11 @@ int run(const Options& o, int rank, int size) {
     for (const FrameStats& s : stats) v.push_back(double(field(s)));
     return v;
   };
+  const double owned = std::max<double>(1.0, double(world.ownedIds().size()));
   RankRow row{
       median(frameMs),
-      median(series([](const FrameStats& s) { return s.localSeconds * 1e3; })),
+      median(workMs),
+      median(series([](const FrameStats& s) { return s.localCpuSeconds * 1e3; })),
       median(series([](const FrameStats& s) { return s.exchangeSeconds * 1e3; })),
       mean(series([](const FrameStats& s) { return s.bytesSent; })),
       mean(series([](const FrameStats& s) { return s.messagesSent; })),
@@ -273,9 +295,8 @@ int run(const Options& o, int rank, int size) {
       mean(series([](const FrameStats& s) { return s.pairsSent; })),
       mean(series([](const FrameStats& s) { return s.owned; })),
       mean(series([](const FrameStats& s) { return s.reported; })),
-      double(world.memoryBytes()) / std::max<double>(1.0, double(world.ownedIds().size())),
-      double(world.localBroadPhase().memoryBytes()) /
-          std::max<double>(1.0, double(world.ownedIds().size())),
+      double(world.memoryBytes()) / owned,
+      double(world.localBroadPhase().memoryBytes()) / owned,
   };
   std::vector<RankRow> rows(static_cast<size_t>(size));
   MPI_Gather(&row, sizeof(RankRow), MPI_BYTE, rows.data(), sizeof(RankRow), MPI_BYTE, 0,
@@ -292,17 +313,17 @@ int run(const Options& o, int rank, int size) {
   const char* scaling = o.weak ? "weak" : "strong";
   if (o.csv) {
     std::printf(
-        "scaling,scene,n_total,ranks,threads,rank,frame_ms,local_ms,mpi_ms,bytes_sent,messages_"
-        "sent,"
-        "collectives,ghosts,ghost_records,migrations,pairs_sent,owned,pairs_reported,bytes_per_"
-        "owned\n");
+        "scaling,scene,n_total,ranks,threads,rank,frame_ms,work_ms,local_ms,mpi_ms,bytes_sent,"
+        "messages_sent,collectives,ghosts,ghost_records,migrations,pairs_sent,owned,"
+        "pairs_reported,bytes_per_owned\n");
     for (int r = 0; r < size; ++r) {
       const RankRow& w = rows[size_t(r)];
       std::printf(
-          "%s,%s,%llu,%d,%d,%d,%.3f,%.3f,%.3f,%.0f,%.1f,%.1f,%.0f,%.1f,%.1f,%.1f,%.0f,%.0f\n",
+          "%s,%s,%llu,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.0f,%.1f,%.1f,%.0f,%.1f,%.1f,%.1f,%.0f,%.0f,"
+          "%.0f\n",
           scaling, bp::sceneName(o.scene), (unsigned long long)total, size, o.threads, r, w.frameMs,
-          w.localMs, w.exchangeMs, w.bytesSent, w.messagesSent, w.collectives, w.ghosts,
-          w.ghostRecords, w.migrations, w.pairsSent, w.owned, w.reported);
+          w.workMs, w.localMs, w.exchangeMs, w.bytesSent, w.messagesSent, w.collectives, w.ghosts,
+          w.ghostRecords, w.migrations, w.pairsSent, w.owned, w.reported, w.bytesPerOwned);
     }
   } else {
     std::printf(
@@ -310,15 +331,17 @@ int run(const Options& o, int rank, int size) {
         "(+%d warm-up)\n",
         scaling, bp::sceneName(o.scene), (unsigned long long)total, size, o.threads, o.frames,
         o.warmup);
-    std::printf("%4s %9s %9s %9s %11s %6s %5s %8s %9s %8s %8s %9s %9s %8s\n", "rank", "frame_ms",
-                "local_ms", "mpi_ms", "bytes/frm", "msg/f", "coll", "ghosts", "ghost_rec", "migr/f",
-                "pairs_tx", "owned", "reported", "B/owned");
+    std::printf("%4s %9s %8s %8s %8s %10s %5s %4s %7s %9s %7s %8s %8s %8s %7s\n", "rank",
+                "frame_ms", "work_ms", "local_ms", "mpi_ms", "bytes/frm", "msg/f", "coll", "ghosts",
+                "ghost_rec", "migr/f", "pairs_tx", "owned", "reported", "B/owned");
     for (int r = 0; r < size; ++r) {
       const RankRow& w = rows[size_t(r)];
       std::printf(
-          "%4d %9.3f %9.3f %9.3f %11.0f %6.1f %5.1f %8.0f %9.1f %8.1f %8.1f %9.0f %9.0f %8.0f\n", r,
-          w.frameMs, w.localMs, w.exchangeMs, w.bytesSent, w.messagesSent, w.collectives, w.ghosts,
-          w.ghostRecords, w.migrations, w.pairsSent, w.owned, w.reported, w.bytesPerOwned);
+          "%4d %9.3f %8.3f %8.3f %8.3f %10.0f %5.1f %4.1f %7.0f %9.1f %7.1f %8.1f %8.0f %8.0f "
+          "%7.0f\n",
+          r, w.frameMs, w.workMs, w.localMs, w.exchangeMs, w.bytesSent, w.messagesSent,
+          w.collectives, w.ghosts, w.ghostRecords, w.migrations, w.pairsSent, w.owned, w.reported,
+          w.bytesPerOwned);
     }
     std::printf(
         "job frame (slowest rank, median): %.3f ms; pairs %llu; imbalance %.3f; "
@@ -327,7 +350,8 @@ int run(const Options& o, int rank, int size) {
     std::printf("memory per owned proxy (rank 0): %.0f bytes, of which its BroadPhase %.0f\n",
                 rows[0].bytesPerOwned, rows[0].localBytesPerOwned);
     if (!singleMs.empty())
-      std::printf("one plain BroadPhase, same frames, same process: %.3f ms\n", median(singleMs));
+      std::printf("one plain BroadPhase, same frames, same process: %.3f ms (CPU %.3f ms)\n",
+                  median(singleMs), median(singleCpuMs));
   }
   if (o.check) std::printf("check: %s\n", checked ? "every frame equals one BroadPhase" : "FAILED");
   return checked ? 0 : 1;

@@ -135,10 +135,6 @@ void DistributedBroadPhase::markDirty(uint32_t index, uint8_t change) {
   dirty_[index] |= change;
 }
 
-Aabb DistributedBroadPhase::grown(const Aabb& box) const {
-  return config_.halo > 0 ? fatten(box, config_.halo) : box;
-}
-
 void DistributedBroadPhase::add(uint64_t id, const ProxyDesc& desc,
                                 std::span<const std::byte> payload) {
   if (id == kNoId) fail(ErrorCode::invalidArgument, "add: kNoId is not a valid global id");
@@ -423,9 +419,10 @@ void DistributedBroadPhase::checkDirectory(Traffic& traffic) {
       note(id, 2, src, -1);
   }
   std::vector<Problem> all(static_cast<size_t>(size_));
-  const double start = now();
-  MPI_Allgather(&mine, sizeof(Problem), MPI_BYTE, all.data(), sizeof(Problem), MPI_BYTE, comm_);
-  traffic.seconds += now() - start;
+  {
+    const detail::InMpi timer(traffic);
+    MPI_Allgather(&mine, sizeof(Problem), MPI_BYTE, all.data(), sizeof(Problem), MPI_BYTE, comm_);
+  }
   ++traffic.collectives;
   Problem first;
   for (const Problem& p : all)
@@ -485,6 +482,7 @@ const GlobalFrame& DistributedBroadPhase::update() {
   Scratch& s = *scratch_;
   Traffic traffic;
   const double start = now();
+  const double startCpu = detail::threadCpu();
   FrameStats stats;
 
   // 1. Where each proxy goes under the current regions: counts per rank,
@@ -505,9 +503,8 @@ const GlobalFrame& DistributedBroadPhase::update() {
   for (const PendingAdd& a : adds_) ++counts[size_t(decomposition_.ownerOf(a.desc.box.center()))];
   counts[size_t(size_)] += int64_t(adds_.size());
   {
-    const double t0 = now();
+    const detail::InMpi timer(traffic);
     MPI_Allreduce(MPI_IN_PLACE, counts.data(), size_ + 1, MPI_INT64_T, MPI_SUM, comm_);
-    traffic.seconds += now() - t0;
     ++traffic.collectives;
   }
 
@@ -632,25 +629,27 @@ const GlobalFrame& DistributedBroadPhase::update() {
   //    new ones. New targets get the full record, kept targets a move when
   //    the box changed, lost targets a drop. (Before the arrivals, whose
   //    slots are fresh and whose old ghosts follow other rules.)
+  const Region& oldMine = old->region(rank_);
+  const Region& newMine = now_.region(rank_);
   auto stays = [&](uint32_t i) {
     if (role_[i] != kOwned) return;
-    const bool moved = !sameBox(boxes_[i], nextBoxes_[i]);
+    const Aabb& box = boxes_[i];
+    const Aabb& next = nextBoxes_[i];
+    const bool moved = !sameBox(box, next);
     const bool attributes = (dirty_[i] & kAttributes) != 0;
     if (!moved && !attributes && !rebalance) return;
-    const Aabb before = grown(boxes_[i]);
-    const Aabb after = grown(nextBoxes_[i]);
+    const Aabb before = grown(box);
+    const Aabb after = grown(next);
     // Most proxies lie inside the region before and after: no ghosts either
-    // way, and no tree walks.
-    if (old->region(rank_).encloses(before) && now_.region(rank_).encloses(after)) {
-      oldTargets.clear();
-      targets.clear();
-    } else {
+    // way, no tree walks, no records.
+    const bool inside = oldMine.encloses(before) && newMine.encloses(after);
+    if (!inside) {
       old->ranksTouching(before, oldTargets);
       removeRank(oldTargets, rank_);
       now_.ranksTouching(after, targets);
       removeRank(targets, rank_);
     }
-    for (int t : targets) {
+    for (int t : inside ? std::span<const int>() : std::span<const int>(targets)) {
       const bool had = hasRank(oldTargets, t);
       if (had && !attributes && !moved) continue;
       ByteWriter w(s.ghosts.to(t));
@@ -664,7 +663,7 @@ const GlobalFrame& DistributedBroadPhase::update() {
       }
       ++stats.ghostRecords;
     }
-    for (int t : oldTargets) {
+    for (int t : inside ? std::span<const int>() : std::span<const int>(oldTargets)) {
       if (hasRank(targets, t)) continue;
       ByteWriter w(s.ghosts.to(t));
       w.put(kGhostDrop);
@@ -675,14 +674,14 @@ const GlobalFrame& DistributedBroadPhase::update() {
     // the new values, so tell it unconditionally when they changed.
     if (moved) {
       s.moveHandles.push_back(handles_[i]);
-      s.moveBoxes.push_back(nextBoxes_[i]);
+      s.moveBoxes.push_back(next);
+      boxes_[i] = next;
     }
     if (attributes) {
       local_->setFilter(handles_[i], filters_[i]);
       local_->setMotionType(handles_[i], motions_[i]);
       local_->setUserData(handles_[i], userData_[i]);
     }
-    boxes_[i] = nextBoxes_[i];
   };
   if (rebalance) {
     for (uint32_t i = 0; i < role_.size(); ++i) {
@@ -842,9 +841,17 @@ const GlobalFrame& DistributedBroadPhase::update() {
     s.info[i] = {ids_[i], owners_[i], role_[i] != kFree && mine.encloses(boxes_[i])};
   try {
     const double localStart = now();
+    const double localCpu = detail::threadCpu();
     const FramePairs& local = local_->update();
     stats.localSeconds = now() - localStart;
-    for (const ProxyPair& p : local.pairs) {
+    stats.localCpuSeconds = detail::threadCpu() - localCpu;
+    const std::span<const ProxyPair> pairs = local.pairs;
+    // The second proxy of a pair is a random access: fetch it a few pairs
+    // ahead.
+    constexpr size_t kAhead = 16;
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      if (k + kAhead < pairs.size()) __builtin_prefetch(&s.info[pairs[k + kAhead].b]);
+      const ProxyPair& p = pairs[k];
       const Scratch::PairInfo& a = s.info[p.a];
       const Scratch::PairInfo& b = s.info[p.b];
       // The lower corner of the intersection: exactly one region holds it,
@@ -931,6 +938,7 @@ const GlobalFrame& DistributedBroadPhase::update() {
   stats.messagesReceived = traffic.messagesReceived;
   stats.collectives = traffic.collectives;
   stats.exchangeSeconds = traffic.seconds;
+  stats.workCpuSeconds = detail::threadCpu() - startCpu - traffic.cpuSeconds;
   stats.totalSeconds = now() - start;
   stats_ = stats;
   return frame_;

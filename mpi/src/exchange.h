@@ -6,6 +6,7 @@
 #include <broadphase/math/aabb.h>
 
 #include <mpi.h>
+#include <time.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -88,7 +89,36 @@ struct Traffic {
   uint32_t messagesSent = 0;
   uint32_t messagesReceived = 0;
   uint32_t collectives = 0;
-  double seconds = 0;
+  double seconds = 0;     ///< wall time inside MPI calls, waiting included
+  double cpuSeconds = 0;  ///< the calling thread's CPU time inside them
+};
+
+/// Seconds since an arbitrary start (MPI_Wtime).
+inline double now() { return MPI_Wtime(); }
+
+/// The calling thread's CPU time in seconds: unlike wall time, it does not
+/// grow while the thread waits for a core (on a machine shared with other
+/// work, or with more ranks than cores).
+inline double threadCpu() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+/// Adds the wall and CPU time of its scope to a Traffic: wrap each MPI call.
+class InMpi {
+ public:
+  explicit InMpi(Traffic& traffic) : traffic_(traffic), wall_(now()), cpu_(threadCpu()) {}
+  ~InMpi() {
+    traffic_.seconds += now() - wall_;
+    traffic_.cpuSeconds += threadCpu() - cpu_;
+  }
+  InMpi(const InMpi&) = delete;
+  InMpi& operator=(const InMpi&) = delete;
+
+ private:
+  Traffic& traffic_;
+  double wall_, cpu_;
 };
 
 /// A sparse all-to-all: one buffer per destination rank, one received per
@@ -136,8 +166,5 @@ template <class T>
 void trim(std::vector<T>& v) {
   if (v.capacity() * sizeof(T) > 65536 && v.capacity() > 2 * v.size()) std::vector<T>().swap(v);
 }
-
-/// Seconds since an arbitrary start (MPI_Wtime).
-inline double now() { return MPI_Wtime(); }
 
 }  // namespace bp::mpi::detail

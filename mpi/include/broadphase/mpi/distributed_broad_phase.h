@@ -181,6 +181,13 @@ struct FrameStats {
   double exchangeSeconds = 0;     ///< in MPI calls (waiting for other ranks included)
   double localSeconds = 0;        ///< in the rank's BroadPhase::update() alone
   double totalSeconds = 0;        ///< the whole update()
+  /// The calling thread's CPU time in update() outside MPI calls: the
+  /// rank's own work, which (unlike the wall times) does not count time
+  /// spent waiting for a core. The BroadPhase's other worker threads are not
+  /// in it (with threads = 1 there are none).
+  double workCpuSeconds = 0;
+  /// The part of workCpuSeconds in the rank's BroadPhase::update().
+  double localCpuSeconds = 0;
 };
 
 /// The broadphase over the ranks of a communicator (see the file comment).
@@ -333,7 +340,8 @@ class DistributedBroadPhase {
   PendingAdd* pendingAdd(uint64_t id);
   const PendingAdd* pendingAdd(uint64_t id) const;
   void markDirty(uint32_t index, uint8_t change);
-  Aabb grown(const Aabb& box) const;
+  /// The box ghosts are routed by: grown by the halo.
+  Aabb grown(const Aabb& box) const { return config_.halo > 0 ? fatten(box, config_.halo) : box; }
   uint32_t addLocal(uint64_t id, int owner, const Aabb& box, const Filter& filter,
                     MotionType motion, uint64_t userData);
   void removeLocal(uint32_t index);
