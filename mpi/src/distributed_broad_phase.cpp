@@ -71,8 +71,12 @@ void removeRank(std::vector<int>& targets, int rank) {
   targets.erase(std::remove(targets.begin(), targets.end(), rank), targets.end());
 }
 
-// pairBefore as a function object, so that sorts inline it.
-constexpr auto byIds = [](const GlobalPair& x, const GlobalPair& y) { return pairBefore(x, y); };
+// pairBefore as a function object, so that sorts inline it; (a, b) as one
+// 128-bit key compares without a branch on a == b.
+constexpr auto byIds = [](const GlobalPair& x, const GlobalPair& y) {
+  using Key = unsigned __int128;
+  return ((Key(x.a) << 64) | x.b) < ((Key(y.a) << 64) | y.b);
+};
 
 bool hasRank(const std::vector<int>& targets, int rank) {
   return std::binary_search(targets.begin(), targets.end(), rank);
@@ -846,6 +850,7 @@ const GlobalFrame& DistributedBroadPhase::update() {
     stats.localSeconds = now() - localStart;
     stats.localCpuSeconds = detail::threadCpu() - localCpu;
     const std::span<const ProxyPair> pairs = local.pairs;
+    s.current.reserve(pairs.size());
     // The second proxy of a pair is a random access: fetch it a few pairs
     // ahead.
     constexpr size_t kAhead = 16;
