@@ -92,7 +92,13 @@ DistributedBroadPhase::DistributedBroadPhase(MPI_Comm comm, const DistributedCon
     fail(ErrorCode::invalidArgument, "DistributedBroadPhase: halo must be finite and >= 0");
   if (config.samplesPerRank == 0)
     fail(ErrorCode::invalidArgument, "DistributedBroadPhase: samplesPerRank must be >= 1");
-  local_ = std::make_unique<BroadPhase>(config.local);
+  // The pair budget is checked here, on the pairs the rank's BroadPhase
+  // found: with an error handler installed that returns, a BroadPhase that
+  // rejects an update returns its last frame instead, which this rank could
+  // not tell from a new one.
+  BroadPhaseConfig local = config.local;
+  local.maxPairs = 0;
+  local_ = std::make_unique<BroadPhase>(local);
   MPI_Comm_dup(comm, &comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -849,6 +855,10 @@ const GlobalFrame& DistributedBroadPhase::update() {
     const FramePairs& local = local_->update();
     stats.localSeconds = now() - localStart;
     stats.localCpuSeconds = detail::threadCpu() - localCpu;
+    if (config_.local.maxPairs != 0 && local.pairs.size() > config_.local.maxPairs)
+      fail(ErrorCode::capacityExceeded,
+           std::to_string(local.pairs.size()) +
+               " pairs exceed maxPairs = " + std::to_string(config_.local.maxPairs));
     const std::span<const ProxyPair> pairs = local.pairs;
     s.current.reserve(pairs.size());
     // The second proxy of a pair is a random access: fetch it a few pairs

@@ -40,7 +40,9 @@
 /// Errors: a local call that rejects its input throws bp::Error at once and
 /// changes nothing. A collective call that finds bad input on any rank
 /// throws the same bp::Error on every rank, before changing anything (see
-/// update() for the one exception).
+/// update() for the one exception). It throws whatever error handler is
+/// installed (error.h): the ranks must agree on an error, so none may carry
+/// on alone with a fallback. Built only with exceptions (BP_EXCEPTIONS=ON).
 #pragma once
 
 #include <broadphase/broad_phase.h>
@@ -69,7 +71,11 @@ inline constexpr uint64_t kNoId = UINT64_MAX;
 /// How a DistributedBroadPhase is set up; the same on every rank.
 struct DistributedConfig {
   /// Each rank's BroadPhase (structure, threads, cell size, pair budget...).
-  /// maxPairs bounds the pairs each rank's BroadPhase finds, ghosts included.
+  /// maxPairs bounds the pairs each rank's BroadPhase finds, ghosts included;
+  /// the facade checks it after that BroadPhase's update (which runs without
+  /// a budget of its own, so that a rejection is seen whatever error handler
+  /// is installed): it bounds what a rank keeps and sends, not the memory its
+  /// BroadPhase uses to find the pairs.
   BroadPhaseConfig local{};
   /// update() rebuilds the decomposition when max / mean - 1 of the proxies
   /// owned per rank passes this (0.2: the busiest rank has 20 % more than
@@ -176,11 +182,14 @@ struct FrameStats {
   uint32_t ghostRecords = 0;      ///< ghost records sent: new, moved or dropped
   uint32_t pairsSent = 0;         ///< pairs sent to the owner of their lower id
   uint32_t reported = 0;          ///< pairs this rank reports (GlobalFrame::pairs)
-  double imbalance = 0;           ///< max / mean - 1 of the owned counts, after the update
-  bool rebalanced = false;        ///< this update rebuilt the decomposition
-  double exchangeSeconds = 0;     ///< in MPI calls (waiting for other ranks included)
-  double localSeconds = 0;        ///< in the rank's BroadPhase::update() alone
-  double totalSeconds = 0;        ///< the whole update()
+  /// max / mean - 1 of the proxies each rank owns once this update's
+  /// migration is done, under the regions the update started with (what the
+  /// rebalance decision saw; after a rebalance the new regions do better).
+  double imbalance = 0;
+  bool rebalanced = false;     ///< this update rebuilt the decomposition
+  double exchangeSeconds = 0;  ///< in MPI calls (waiting for other ranks included)
+  double localSeconds = 0;     ///< in the rank's BroadPhase::update() alone
+  double totalSeconds = 0;     ///< the whole update()
   /// The calling thread's CPU time in update() outside MPI calls: the
   /// rank's own work, which (unlike the wall times) does not count time
   /// spent waiting for a core. The BroadPhase's other worker threads are not
