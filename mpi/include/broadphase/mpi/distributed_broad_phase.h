@@ -10,7 +10,7 @@
 ///   bp::mpi::DistributedBroadPhase world(MPI_COMM_WORLD, {.local = {.threads = 2}});
 ///   world.add(bodyId, {.box = box, .userData = bodyId});   // on any rank
 ///   ...every frame, on every rank:
-///   for (uint64_t id : world.ownedIds()) world.move(id, boxOf(id));
+///   world.moveOwned(boxes);  // boxes[k]: the new box of world.ownedIds()[k]
 ///   const bp::mpi::GlobalFrame& f = world.update();        // collective
 ///   for (const bp::mpi::GlobalPair& p : f.begun) ...       // this rank's share
 ///
