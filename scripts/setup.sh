@@ -10,6 +10,7 @@ packages=(
   clang libclang-rt-dev                                   # libFuzzer target
   doxygen                                                 # API reference (target docs)
   graphviz                                                # docs/architecture.svg (scripts/diagrams.sh)
+  libopenmpi-dev openmpi-bin                              # broadphase::mpi, its tests and bench
 )
 
 missing=()
