@@ -218,20 +218,23 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const DAabb> boxes
   }
   // Everything validated before anything is recorded. The float boxes are
   // computed once, in the check, and kept for the record pass.
+  // (The message is built on the failing entry only: this is the frame's hot path.)
+  const auto where = [](size_t k) { return "move: entry " + std::to_string(k); };
+  if (dworld_) dworld_->frameBoxes.resize(ids.size());
   for (size_t k = 0; k < ids.size(); ++k) {
-    const std::string where = "move: entry " + std::to_string(k);
     if (!pool_.isLive(ids[k])) {
-      checkLive(ids[k], where.c_str());
+      checkLive(ids[k], where(k).c_str());
       return;
     }
     if (!isDoubleProxy(ids[k].index)) {
       reportError(ErrorCode::invalidArgument,
-                  where + ": proxy " + std::to_string(ids[k].index) +
+                  where(k) + ": proxy " + std::to_string(ids[k].index) +
                       " was added with a float box (move it with an Aabb)");
       return;
     }
-    if (!isValid(boxes[k]) || !isValid(roundOutward(boxes[k], dworld_->origin))) {
-      checkDoubleBox(boxes[k], where + ": ");
+    if (!isValid(boxes[k]) ||
+        !isValid(dworld_->frameBoxes[k] = roundOutward(boxes[k], dworld_->origin))) {
+      checkDoubleBox(boxes[k], where(k) + ": ");
       return;
     }
   }
@@ -239,7 +242,7 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const DAabb> boxes
   for (size_t k = 0; k < ids.size(); ++k) {
     const uint32_t i = ids[k].index;
     w.pending[i] = boxes[k];
-    recordMove(i, roundOutward(boxes[k], w.origin));
+    recordMove(i, w.frameBoxes[k]);
   }
 }
 
@@ -365,8 +368,7 @@ void BroadPhase::castRayAll(const DVec3& start, const DVec3& direction, double l
     if (intersectRayAabb(ray, box, t)) out.push_back({p, t});
     return kInfinity;
   });
-  std::sort(out.begin(), out.end(),
-            doubleHitBefore);
+  std::sort(out.begin(), out.end(), doubleHitBefore);
 }
 
 // Two steps. The structure's float nearest gives k accepted proxies; the
@@ -430,8 +432,7 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
       return true;
     });
   });
-  std::sort(out.begin(), out.end(),
-            doubleNeighbourBefore);
+  std::sort(out.begin(), out.end(), doubleNeighbourBefore);
   if (out.size() > k) out.resize(k);
 }
 

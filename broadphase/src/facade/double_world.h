@@ -17,6 +17,7 @@ struct BroadPhase::DoubleWorld {
   std::vector<DAabb> applied;     // by proxy index, as of the last update()
   std::vector<uint8_t> isDouble;  // by proxy index; shorter than the proxy arrays is fine
   uint32_t count = 0;             // live double proxies
+  std::vector<Aabb> frameBoxes;   // move()'s batch: each entry's float box, rounded once
 
   bool has(uint32_t i) const { return i < isDouble.size() && isDouble[i] != 0; }
   void reserveIndex(uint32_t i) {
@@ -26,7 +27,8 @@ struct BroadPhase::DoubleWorld {
     isDouble.resize(i + 1, 0);
   }
   size_t memoryBytes() const {
-    return (pending.capacity() + applied.capacity()) * sizeof(DAabb) + isDouble.capacity();
+    return (pending.capacity() + applied.capacity()) * sizeof(DAabb) + isDouble.capacity() +
+           frameBoxes.capacity() * sizeof(Aabb);
   }
 };
 

@@ -10,7 +10,9 @@
 
 #include <broadphase/math/aabb.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -89,17 +91,22 @@ std::string describeInvalid(const DAabb& box);
 /// The corners as text with 17 significant digits (reads back exactly).
 std::string toString(const DAabb& box);
 
+/// The float below `f` (not NaN, not -inf): std::nextafter toward -inf
+/// without the library call (the double path's moves round six per box).
+inline float nextDown(float f) {
+  if (f == 0.0f) return -std::numeric_limits<float>::denorm_min();
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  return std::bit_cast<float>(f > 0.0f ? bits - 1 : bits + 1);
+}
 /// The largest float <= x (-inf below the float range).
 inline float roundDown(double x) {
-  float f = static_cast<float>(x);
-  if (double(f) > x) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
-  return f;
+  const float f = static_cast<float>(x);
+  return double(f) > x ? nextDown(f) : f;
 }
 /// The smallest float >= x (+inf above the float range).
 inline float roundUp(double x) {
-  float f = static_cast<float>(x);
-  if (double(f) < x) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-  return f;
+  const float f = static_cast<float>(x);
+  return double(f) < x ? -nextDown(-f) : f;
 }
 
 /// The float box that stands for `box` in a float frame whose zero is at
@@ -111,7 +118,7 @@ inline float roundUp(double x) {
 /// (docs/large_worlds.md). So no overlap, containment or ray hit decided in
 /// double can be lost in the float frame. Not validated: the result may be
 /// beyond kMaxCoordinate or infinite (isValid() on it says).
-inline Aabb roundOutward(const DAabb& box, const DVec3& origin) {
+[[gnu::always_inline]] inline Aabb roundOutward(const DAabb& box, const DVec3& origin) {
   Aabb r;
   for (int axis = 0; axis < 3; ++axis) {
     const double o = origin[axis];
