@@ -11,6 +11,7 @@
 
 #include <broadphase/jobs/scheduler.h>
 #include <broadphase/math/aabb.h>
+#include <broadphase/math/daabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
 #include <broadphase/query.h>
@@ -72,6 +73,19 @@ class Backend {
   // Called when a frame's serial part starts (bpbench --wake-workers): the
   // workers the frame will fork to are woken meanwhile (Scheduler::wake).
   virtual void wakeWorkers(Scheduler& scheduler) { scheduler.wake(); }
+
+  // --- double precision (pairs --offset) ---
+  // Called before build(): from then on the boxes go in through the double
+  // API, translated by `offset` on every axis (build() translates the
+  // scene's; moveDouble() takes them translated). False: not supported.
+  virtual bool useOffset(double offset) {
+    (void)offset;
+    return false;
+  }
+  virtual void moveDouble(std::span<const uint32_t> ids, std::span<const bp::DAabb> boxes,
+                          Scheduler& scheduler) {
+    (void)ids, (void)boxes, (void)scheduler;
+  }
 
   // Heap bytes the structure says it owns (0: unknown).
   virtual size_t memoryBytes() const { return 0; }

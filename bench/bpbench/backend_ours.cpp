@@ -148,6 +148,9 @@ class FacadeBackend final : public Backend {
     config.structure = bp::Structure::automatic;
     config.threads = scheduler.threadCount();
     bp_ = std::make_unique<bp::BroadPhase>(config);
+    // The float frame's zero at the offset (as a float), so the scene's
+    // relative coordinates stay small.
+    if (offset_ != 0.0) bp_->shiftOrigin(bp::Vec3(float(offset_), float(offset_), float(offset_)));
     handles_.resize(scene.n);
     sceneOf_.clear();
     for (uint32_t i = 0; i < scene.n; ++i) bind(i, scene.boxes[i], scene.isStatic[i] != 0);
@@ -159,6 +162,14 @@ class FacadeBackend final : public Backend {
   }
   void stageMoves(std::span<const uint32_t> ids, Scheduler& scheduler) override {
     moveHandles_.stage(ids, handles_, scheduler);
+  }
+  bool useOffset(double offset) override {
+    offset_ = offset;
+    return true;
+  }
+  void moveDouble(std::span<const uint32_t> ids, std::span<const bp::DAabb> boxes,
+                  Scheduler& scheduler) override {
+    bp_->move(moveHandles_.of(ids, handles_, scheduler), boxes);
   }
   // The facade forks to its own arena.
   void wakeWorkers(Scheduler&) override { bp_->wakeWorkers(); }
@@ -210,8 +221,13 @@ class FacadeBackend final : public Backend {
 
  private:
   void bind(uint32_t id, const Aabb& box, bool isStatic) {
+    const bp::MotionType motion = isStatic ? bp::MotionType::staticBody : bp::MotionType::dynamic;
+    const bp::DVec3 shift{offset_, offset_, offset_};
     const bp::ProxyId h =
-        bp_->add({box, isStatic ? bp::MotionType::staticBody : bp::MotionType::dynamic, {}, id});
+        offset_ != 0.0
+            ? bp_->add(bp::DProxyDesc{
+                  {bp::toDouble(box.min) + shift, bp::toDouble(box.max) + shift}, motion, {}, id})
+            : bp_->add(bp::ProxyDesc{box, motion, {}, id});
     moveHandles_.invalidate();
     handles_[id] = h;
     if (sceneOf_.size() <= h.index) sceneOf_.resize(h.index + 1);
@@ -222,6 +238,7 @@ class FacadeBackend final : public Backend {
   std::vector<bp::ProxyId> handles_;  // by scene id
   std::vector<uint32_t> sceneOf_;     // scene id by proxy index
   MoveHandles moveHandles_;
+  double offset_ = 0;  // useOffset(): the double path, boxes translated by this
 };
 
 }  // namespace

@@ -20,7 +20,7 @@ const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "bound", 
 const std::map<std::string, std::set<std::string>> kAllowed = {
     {"pairs",
      {"scene", "n", "frames", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
-      "!no-fork", "!wake-workers", "!serial-step"}},
+      "!no-fork", "!wake-workers", "!serial-step", "offset"}},
     {"rays",
      {"n", "rays", "query", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
       "!no-fork"}},
@@ -182,6 +182,8 @@ std::string usage() {
 commands:
   pairs    --scene S --n N[,N...] [--frames F] [--threads T[,T...]] [--backend B,...]
            [--seed K] [--check]            median/p99 ms per frame, pairs, hash, peak MiB
+           [--offset D]                    auto also through the double API, the scene
+                                           translated by D (docs/large_worlds.md)
   rays     --n N[,N...] --rays R [--query closest|any|all] [--threads T] [--backend B,...]
            [--check]                       Mrays/s against scene uniform, frame 0
   stress   [--n N] [--seconds S] [--threads T] [--backend B] [--churn PCT] [--scene S]
@@ -338,6 +340,7 @@ Options parseArgs(int argc, char** argv) {
     else
       throw UsageError("--query: unknown query '" + q + "'; valid: closest, any, all");
   }
+  if (has("offset")) o.offset = parseReal("offset", values["offset"], -1e300, 1e300, false);
   if (has("seconds")) o.seconds = parseReal("seconds", values["seconds"], 0, 86400, true);
   if (has("repeat"))
     o.repeat = static_cast<uint32_t>(parseInteger("repeat", values["repeat"], 1, 1000));

@@ -38,6 +38,7 @@ struct Options {
   bool noFork = false;
   bool wakeWorkers = false;  // pairs, scaling: wake the workers before each frame
   bool serialStep = false;   // pairs, scaling: step the scene on the calling thread alone
+  double offset = 0;         // pairs: also run auto's double path, the scene translated by this
 };
 
 // Parses argv (without the program name). Throws UsageError.

@@ -11,6 +11,7 @@
 #include "table.h"
 
 #include <broadphase/testkit/brute_force.h>
+#include <broadphase/testkit/brute_force_double.h>
 
 #include <chrono>
 #include <cstdio>
@@ -53,6 +54,12 @@ void measure(const PairsSpec& spec, Bytes& out) {
   r.threads = (spec.backend->caps & kThreadedPairs) ? scheduler.threadCount() : 1;
   bp::Scene scene = bp::makeScene(spec.scene, spec.n, spec.seed);
   std::unique_ptr<Backend> backend = spec.backend->make();
+  const bool offset = spec.offset != 0.0;
+  if (offset && !backend->useOffset(spec.offset))
+    throw std::runtime_error(std::string("--offset: backend ") + spec.backend->name +
+                             " has no double path");
+  const bp::DVec3 shift{spec.offset, spec.offset, spec.offset};
+  std::vector<bp::DAabb> movedDouble, sceneDouble;
 
   std::vector<uint32_t> moving;
   for (uint32_t i = 0; i < scene.n; ++i)
@@ -73,10 +80,18 @@ void measure(const PairsSpec& spec, Bytes& out) {
     stepScene(scene, scheduler, spec.serialStep);
     if (spec.wakeWorkers) backend->wakeWorkers(scheduler);
     for (size_t k = 0; k < moving.size(); ++k) moved[k] = scene.boxes[moving[k]];
+    if (offset) {  // the engine's double boxes, untimed as the float ones
+      movedDouble.resize(moving.size());
+      for (size_t k = 0; k < moving.size(); ++k)
+        movedDouble[k] = bp::brute::translated(moved[k], shift);
+    }
     backend->stageMoves(moving, spec.serialStep ? callerOnly : scheduler);
 
     const auto start = Clock::now();
-    backend->move(moving, moved, scheduler);
+    if (offset)
+      backend->moveDouble(moving, movedDouble, scheduler);
+    else
+      backend->move(moving, moved, scheduler);
     backend->findPairs(scheduler, pairs);
     const double ms = msSince(start);
 
@@ -84,7 +99,11 @@ void measure(const PairsSpec& spec, Bytes& out) {
     r.frameCounts.push_back(pairs.size());
     r.frameHashes.push_back(bp::hashPairs(pairs));
     if (bruteCheck && r.checkError.empty()) {
-      const std::vector<Pair> expected = bp::brute::findPairs(scene.boxes, scene.isStatic);
+      sceneDouble.clear();
+      for (const Aabb& b : scene.boxes) sceneDouble.push_back(bp::brute::translated(b, shift));
+      const std::vector<Pair> expected =
+          offset ? bp::brute::findPairs(std::span<const bp::DAabb>(sceneDouble), scene.isStatic)
+                 : bp::brute::findPairs(scene.boxes, scene.isStatic);
       ++r.bruteChecked;
       if (expected != pairs)
         r.checkError = "frame " + std::to_string(f) + ": " + describeDifference(expected, pairs);
@@ -155,14 +174,26 @@ int commandPairs(const Options& o) {
       const PairsResult* reference = nullptr;
       std::vector<PairsResult> results;
       results.reserve(o.backends.size());
+      // With --offset, auto runs twice: the float API, then the double API
+      // with the scene translated (docs/large_worlds.md); ratio compares them.
+      std::vector<std::pair<const BackendInfo*, double>> runs;
       for (const BackendInfo* b : o.backends) {
+        runs.push_back({b, 0.0});
+        if (o.offset != 0.0 && std::string(b->name) == "auto") runs.push_back({b, o.offset});
+      }
+      for (const auto& [b, offset] : runs) {
         PairsSpec spec{b,       o.scene, n,        o.seed,        o.frames,    threads,
                        o.check, o.quiet, o.noFork, o.wakeWorkers, o.serialStep};
+        spec.offset = offset;
+        char offsetText[32];
+        std::snprintf(offsetText, sizeof offsetText, "%g", offset);
+        const std::string label =
+            offset != 0.0 ? std::string(b->name) + " +" + offsetText : std::string(b->name);
         PairsResult r;
         try {
           r = runPairs(spec);
         } catch (const std::exception& e) {
-          failures.push_back(std::string(b->name) + " n=" + std::to_string(n) + ": " + e.what());
+          failures.push_back(label + " n=" + std::to_string(n) + ": " + e.what());
           std::fprintf(stderr, "bpbench: backend %s failed: %s\n", b->name, e.what());
           continue;
         }
@@ -171,25 +202,26 @@ int commandPairs(const Options& o) {
         if (!reference) {
           reference = &res;
           firstMedian = res.medianMs;
-          firstName = b->name;
+          firstName = label;
         }
         if (!(b->caps & kThreadedPairs)) anySerial = true;
 
         if (o.check) {
           if (!res.checkError.empty())
-            failures.push_back(std::string(b->name) + " differs from brute at n=" +
-                               std::to_string(n) + ", " + res.checkError);
+            failures.push_back(label + " differs from brute at n=" + std::to_string(n) + ", " +
+                               res.checkError);
           // Against the first backend, every frame.
-          if (&res != reference) {
+          // (A translated scene may round to other pairs: brute in double checks it.)
+          if (&res != reference && offset == 0.0) {
             for (size_t f = 0; f < res.frameHashes.size(); ++f) {
               if (res.frameHashes[f] != reference->frameHashes[f] ||
                   res.frameCounts[f] != reference->frameCounts[f]) {
-                failures.push_back(std::string(b->name) + " differs from " + firstName + " at n=" +
-                                   std::to_string(n) + ", frame " + std::to_string(f + 1) + ": " +
-                                   std::to_string(res.frameCounts[f]) + " pairs (fnv1a " +
-                                   hex16(res.frameHashes[f]) + ") vs " +
-                                   std::to_string(reference->frameCounts[f]) + " (fnv1a " +
-                                   hex16(reference->frameHashes[f]) + ")");
+                failures.push_back(
+                    label + " differs from " + firstName + " at n=" + std::to_string(n) +
+                    ", frame " + std::to_string(f + 1) + ": " + std::to_string(res.frameCounts[f]) +
+                    " pairs (fnv1a " + hex16(res.frameHashes[f]) + ") vs " +
+                    std::to_string(reference->frameCounts[f]) + " (fnv1a " +
+                    hex16(reference->frameHashes[f]) + ")");
                 break;
               }
             }
@@ -197,7 +229,7 @@ int commandPairs(const Options& o) {
         }
 
         Row row;
-        row.add("backend", b->name)
+        row.add("backend", label)
             .add("scene", bp::sceneName(o.scene))
             .add("n", uint64_t(n))
             .add("seed", o.seed)
@@ -216,13 +248,14 @@ int commandPairs(const Options& o) {
             .add("ratio", firstMedian / res.medianMs, 3)
             .add("ratio_to", firstName)
             .add("checked", o.check ? (res.bruteChecked ? "brute+cross" : "cross") : "no");
+        row.add("offset", offset, 0);
         row.add("_threads",
                 std::to_string(res.threads) + ((b->caps & kThreadedPairs) ? "" : " (serial)"));
         row.add("_ratio", formatFixed(firstMedian / res.medianMs, 2) + "x");
         rows.push_back(row);
 
-        const std::string key = b->name + (byThreads ? "" : " (" + std::to_string(threads) + "t)");
-        const std::string seriesName = o.threads.size() > 1 && !byThreads ? key : b->name;
+        const std::string key = label + (byThreads ? "" : " (" + std::to_string(threads) + "t)");
+        const std::string seriesName = o.threads.size() > 1 && !byThreads ? key : label;
         if (!seriesOf.count(seriesName)) {
           seriesOf[seriesName] = series.size();
           series.push_back({seriesName, {}});

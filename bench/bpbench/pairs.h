@@ -26,6 +26,10 @@ struct PairsSpec {
   // Step the scene and stage the moves on the calling thread alone (untimed;
   // scene_step.h): the workers idle before every frame and may sleep.
   bool serialStep = false;
+  // Not 0: the facade's double path (Backend::useOffset), the scene
+  // translated by this on every axis, checked against brute::findPairs in
+  // double.
+  double offset = 0;
 };
 
 inline constexpr uint32_t kBruteCheckLimit = 20000;

@@ -26,9 +26,12 @@
 /// docs/errors.md, which lists every fallback.
 #pragma once
 
+#include <broadphase/double_query.h>
 #include <broadphase/error.h>
 #include <broadphase/jobs/scheduler.h>
 #include <broadphase/math/aabb.h>
+#include <broadphase/math/daabb.h>
+#include <broadphase/math/dray.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
 #include <broadphase/proxy_id.h>
@@ -80,6 +83,15 @@ struct ProxyDesc {
   MotionType motion = MotionType::dynamic;  ///< see MotionType
   Filter filter{};                          ///< see Filter
   uint64_t userData = 0;  ///< carried by its pairs (ProxyPair) and userData(index)
+};
+
+/// What the double-precision add() takes: a ProxyDesc whose box is a DAabb
+/// in world coordinates (docs/large_worlds.md).
+struct DProxyDesc {
+  DAabb box{};                              ///< exact bounds in double, valid (isValid)
+  MotionType motion = MotionType::dynamic;  ///< see MotionType
+  Filter filter{};                          ///< see Filter
+  uint64_t userData = 0;                    ///< as ProxyDesc::userData
 };
 
 /// How a BroadPhase is built; fixed for its lifetime.
@@ -246,7 +258,7 @@ class BroadPhase {
   /// is rejected with invalidRay, RayQuery::all with invalidArgument.
   RayHit castRay(const Vec3& origin, const Vec3& direction, float length,
                  RayQuery kind = RayQuery::closest, const Filter& filter = {}) const;
-  /// Every hit of the ray, sorted by hitBefore() (entry t, then index).
+  /// Every hit of the ray, sorted by doubleHitBefore() (entry t, then index).
   void castRayAll(const Vec3& origin, const Vec3& direction, float length, std::vector<RayHit>& out,
                   const Filter& filter = {}) const;
   /// castRay for a ray already built with makeRay() (bit-identical results
@@ -284,7 +296,58 @@ class BroadPhase {
   /// next update() reports only real changes. Rejects an offset that is not
   /// finite (invalidArgument) or one that would take a box past
   /// kMaxCoordinate (invalidBox); fallback: no shift, nothing changes.
+  /// Double proxies keep their double boxes and answers; their float boxes
+  /// are rounded outward again in the new frame (docs/large_worlds.md).
+  /// Also rejects, with invalidBox, a shift that takes a double proxy's
+  /// float box past kMaxCoordinate.
   void shiftOrigin(const Vec3& offset);
+  /// Where the float frame's zero lies in double world coordinates: the sum
+  /// of every shiftOrigin() offset (zero at first).
+  DVec3 origin() const;
+
+  // --- Double precision (docs/large_worlds.md). ---
+  // A proxy added with a DProxyDesc is a double proxy for its life: the
+  // facade keeps its exact DAabb, the structure a float box relative to
+  // origin() rounded outward, and every pair with a double proxy is decided
+  // in double. The double queries answer in double against every proxy (a
+  // float proxy counts as its box + origin(), summed in double). The float
+  // API sees a double proxy through its float box (desc().box).
+
+  /// Rejects invalidBox (NaN/inf, inverted, or a float box past
+  /// kMaxCoordinate from origin()) or invalidArgument (motion type);
+  /// fallback ProxyId{}.
+  ProxyId add(const DProxyDesc& desc);
+  /// All validated first; fallback: every entry of `out` ProxyId{}, none added.
+  void add(std::span<const DProxyDesc> descs, std::span<ProxyId> out);
+  /// A double proxy's new exact box. Rejects staleHandle, invalidBox as
+  /// add(), or invalidArgument for a float proxy (and the float move()
+  /// rejects a double proxy so); fallback: nothing moved.
+  void move(ProxyId id, const DAabb& box);
+  void move(std::span<const ProxyId> ids, std::span<const DAabb> boxes);  ///< all validated first
+  /// The box a double query tests: a double proxy's DAabb as last given, a
+  /// float proxy's box + origin(). Rejects staleHandle; fallback: the empty
+  /// box (min +inf, max -inf).
+  DAabb worldBox(ProxyId id) const;
+  /// queryBox() decided in double. Rejects invalidBox for a box that is not
+  /// finite or is inverted.
+  void queryBox(const DAabb& box, OverlapCallback callback, const Filter& filter = {}) const;
+  /// queryPoint() decided in double. Rejects invalidArgument for a point
+  /// that is not finite.
+  void queryPoint(const DVec3& point, OverlapCallback callback, const Filter& filter = {}) const;
+  /// castRay() in double: the entry distance computed in double against the
+  /// double boxes (intersectRayAabb(DRay, DAabb) of math/dray.h). Rejects
+  /// invalidRay (describeInvalidRay(), or an origin farther than
+  /// kMaxCoordinate from origin() on some axis), invalidArgument for
+  /// RayQuery::all; fallback: a miss.
+  DRayHit castRay(const DVec3& origin, const DVec3& direction, double length,
+                  RayQuery kind = RayQuery::closest, const Filter& filter = {}) const;
+  /// Every hit of the double ray, sorted by doubleHitBefore(); rejected as castRay.
+  void castRayAll(const DVec3& origin, const DVec3& direction, double length,
+                  std::vector<DRayHit>& out, const Filter& filter = {}) const;
+  /// nearest() ranked by distanceSquared(DAabb, DVec3), in double. Rejects
+  /// invalidArgument for k = 0 or a point that is not finite.
+  void nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>& out,
+               const Filter& filter = {}) const;
 
   // --- Introspection. ---
   std::string validate() const;  ///< empty when every invariant holds
@@ -294,7 +357,8 @@ class BroadPhase {
   int threadCount() const { return scheduler_->threadCount(); }  ///< the arena's threads
 
  private:
-  struct Side;  // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
+  struct Side;         // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
+  struct DoubleWorld;  // facade/double_world.h: origin() and the double proxies' boxes
   // kRehome: a pending add of a proxy whose old slot is still in the
   // structure (queued in pendingRemoves_), after a change between static and
   // moving. Queries still find it there until the update.
@@ -326,6 +390,21 @@ class BroadPhase {
   // False when the frame has more than maxPairs pairs (`out` is then empty).
   bool collectPairs(std::vector<ProxyPair>& out);
   void computeEvents();
+  // The double path (broad_phase_double.cpp).
+  DoubleWorld& doubleWorld();
+  bool isDoubleProxy(uint32_t index) const;
+  bool checkDoubleBox(const DAabb& box, const std::string& where) const;
+  void markDouble(uint32_t index, const DAabb& box);
+  void forgetDouble(uint32_t index);
+  void applyDoubleBoxes();
+  bool exactOverlap(uint32_t a, uint32_t b) const;
+  bool checkDoubleShift(const Vec3& offset) const;
+  void applyDoubleShift(const Vec3& offset);
+  bool checkDoubleRay(const DVec3& start, const DVec3& direction, double length,
+                      const char* what) const;
+  template <class Fn>
+  void walkDoubleRay(const DRay& ray, const Filter& filter, Fn&& fn) const;
+  std::string validateDouble() const;
 
   BroadPhaseConfig config_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -343,7 +422,8 @@ class BroadPhase {
   std::vector<Aabb> boxes_;
   std::vector<uint64_t> userData_;
   std::vector<Rules> rules_;
-  /// Live proxies with a non-default filter or kinematic motion; while 0,
+  /// Live proxies with a non-default filter or kinematic motion, plus live
+  /// double proxies (whose pairs accepts() decides in double); while 0,
   /// every pair the structure reports stands and accepts() reads nothing.
   uint32_t special_ = 0;
   static bool isSpecial(MotionType motion, const Filter& f) {
@@ -374,6 +454,9 @@ class BroadPhase {
   };
   std::vector<EventChunk> eventChunks_;
   FramePairs frame_;
+  /// Allocated by the first double add or shiftOrigin(): a float-only world
+  /// pays nothing for the double path.
+  std::unique_ptr<DoubleWorld> dworld_;
 };
 
 }  // namespace bp

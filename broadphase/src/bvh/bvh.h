@@ -136,6 +136,10 @@ class Bvh {
                 RayQuery kind) const;
   void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const;
   RayHit castBox(const Vec3& halfExtent, const Ray& ray) const;
+  // Every box grown by `halfExtent` that the ray enters, to `callback` as
+  // castRay's callback form (clip, keep or stop): the conservative
+  // candidates of BroadPhase's double rays.
+  void castBox(const Vec3& halfExtent, const Ray& ray, RayCallback callback) const;
 
   std::string validate() const;
   size_t memoryBytes() const;

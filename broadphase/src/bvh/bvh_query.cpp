@@ -327,4 +327,19 @@ RayHit Bvh::castBox(const Vec3& halfExtent, const Ray& ray) const {
   return castGrownClosest(ray, halfExtent);
 }
 
+void Bvh::castBox(const Vec3& halfExtent, const Ray& ray, RayCallback callback) const {
+  if (!checkNoPending("castBox") || !checkRay(ray, "castBox")) return;
+  if (!(isFinite(halfExtent) && isWithinLimit(halfExtent) && halfExtent.minCoeff() >= 0.0f)) {
+    reportError(ErrorCode::invalidArgument,
+                "Bvh::castBox: the half extent must be finite and >= 0 on every axis");
+    return;
+  }
+  RayWalk w{ray, halfExtent, RayMode::callback, exact_.data(), ray.maxT, {}};
+  w.grown = true;
+  w.callback = &callback;
+  BvhStack<RayEntry> stack;
+  w.walk(dynamic_, stack);
+  w.walk(static_, stack);
+}
+
 }  // namespace bp

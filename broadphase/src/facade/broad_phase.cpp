@@ -6,6 +6,7 @@
 #include "common/report_error.h"
 #include "facade/batch_check.h"
 #include "facade/broad_phase_side.h"
+#include "facade/double_world.h"
 
 #include <tbb/parallel_sort.h>
 
@@ -189,6 +190,7 @@ void BroadPhase::removeChecked(ProxyId id) {
     renewed_[i] = 1;
   }
   special_ -= isSpecial(rules_[i].motion, rules_[i].filter);
+  if (dworld_) forgetDouble(i);
   state_[i] = 0;
   pool_.release(id);
 }
@@ -211,6 +213,11 @@ void BroadPhase::remove(std::span<const ProxyId> ids) {
 
 void BroadPhase::move(ProxyId id, const Aabb& box) {
   if (!checkLive(id, "move")) return;
+  if (isDoubleProxy(id.index)) {
+    reportError(ErrorCode::invalidArgument, "move: proxy " + std::to_string(id.index) +
+                                                " was added with a DAabb (move it with one)");
+    return;
+  }
   if (!isValid(box)) {
     reportError(ErrorCode::invalidBox, "move: " + describeInvalid(box));
     return;
@@ -254,6 +261,14 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
       }
     }
   }
+  if (dworld_ && dworld_->count != 0)
+    for (size_t k = 0; k < ids.size(); ++k)
+      if (dworld_->has(ids[k].index)) {
+        reportError(ErrorCode::invalidArgument, "move: entry " + std::to_string(k) + ": proxy " +
+                                                    std::to_string(ids[k].index) +
+                                                    " was added with a DAabb (move it with one)");
+        return;
+      }
   const size_t listed = pendingMoves_.size();
   pendingMoves_.resize(listed + n);
   uint32_t* const out = pendingMoves_.data() + listed;
@@ -370,6 +385,7 @@ void BroadPhase::applyPending() {
   // Removals first, so that a slot freed and reused within the frame leaves
   // its structure before its new occupant arrives.
   Side& side = *structure_;
+  if (dworld_ && dworld_->count != 0) applyDoubleBoxes();
   for (const ProxyId inner : pendingRemoves_) side.remove(inner);
   pendingRemoves_.clear();
 
@@ -430,7 +446,7 @@ bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
   if (aKin && (bKin ? !config_.pairKinematicKinematic : db.motion == MotionType::staticBody))
     return false;
   if (bKin && da.motion == MotionType::staticBody) return false;
-  return true;
+  return !dworld_ || dworld_->count == 0 || exactOverlap(a, b);
 }
 
 // The structure's pairs into structure_->pairs. With maxPairs, under a
@@ -655,7 +671,7 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
   }
   // Validate every shifted box before changing anything.
   for (uint32_t i = 0; i < rules_.size(); ++i) {
-    if (!pool_.isLiveIndex(i)) continue;
+    if (!pool_.isLiveIndex(i) || isDoubleProxy(i)) continue;  // double ones: checkDoubleShift
     const Aabb shifted{boxes_[i].min - offset, boxes_[i].max - offset};
     if (!isValid(shifted)) {
       reportError(ErrorCode::invalidBox, "shiftOrigin: proxy " + std::to_string(i) +
@@ -663,9 +679,12 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
       return;
     }
   }
+  if (!checkDoubleShift(offset)) return;
   applyPending();
   for (uint32_t i = 0; i < rules_.size(); ++i)
-    if (pool_.isLiveIndex(i)) boxes_[i] = {boxes_[i].min - offset, boxes_[i].max - offset};
+    if (pool_.isLiveIndex(i) && !isDoubleProxy(i))
+      boxes_[i] = {boxes_[i].min - offset, boxes_[i].max - offset};
+  applyDoubleShift(offset);
   // Rebuild the structures from scratch: a shift is rare, and a fresh build
   // gives the trees their best quality in the new frame. Then update the
   // structure (not its pairs), so that queries answer at once.
@@ -694,6 +713,7 @@ std::string BroadPhase::validate() const {
   if (remapped != structure_->remapped)
     return "the structure counts " + std::to_string(structure_->remapped) +
            " slots mapped to other indices, but " + std::to_string(remapped) + " are";
+  if (std::string e = validateDouble(); !e.empty()) return e;
   const uint32_t inStructures = structure_->proxyCount();
   uint32_t waiting = 0;
   for (uint32_t i = 0; i < state_.size(); ++i) waiting += (state_[i] & kPendingAdd) != 0;
@@ -715,6 +735,7 @@ size_t BroadPhase::memoryBytes() const {
       (boxes_.capacity() + moveBoxes_.capacity()) * sizeof(Aabb) +
       (pairs_.capacity() + previous_.capacity() + begun_.capacity() + ended_.capacity()) *
           sizeof(ProxyPair);
+  if (dworld_) bytes += sizeof(DoubleWorld) + dworld_->memoryBytes();
   return bytes + structure_->memoryBytes();
 }
 

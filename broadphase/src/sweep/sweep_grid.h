@@ -278,6 +278,9 @@ class SweepGrid {
                 RayQuery kind) const;
   void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const;
   RayHit castBox(const Vec3& halfExtent, const Ray& ray) const;
+  // Every box grown by `halfExtent` that the ray enters, to `callback` as
+  // castRay's callback form (clip, keep or stop), each box once.
+  void castBox(const Vec3& halfExtent, const Ray& ray, RayCallback callback) const;
 
   std::string validate() const;
   size_t memoryBytes() const;
@@ -481,6 +484,7 @@ class SweepGrid {
   void walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnCell&& onCell,
                OnSegmentEnd&& onSegmentEnd) const;
   RayHit castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) const;
+  void castRayGrown(const Ray& ray, const Vec3& grow, RayCallback callback) const;
   // Calls fn(const SweepCell&) for each occupied cell in r (by lookup, or by a
   // scan of all cells when r holds more coordinates than there are cells);
   // fn returns false to stop, and then so does this.

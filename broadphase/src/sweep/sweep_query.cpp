@@ -268,6 +268,25 @@ void SweepGrid::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
 
 void SweepGrid::castRay(const Ray& ray, RayCallback callback) const {
   if (!checkUpToDate("castRay") || !checkRay(ray, "castRay")) return;
+  castRayGrown(ray, Vec3::Zero(), callback);
+}
+
+void SweepGrid::castBox(const Vec3& halfExtent, const Ray& ray, RayCallback callback) const {
+  if (!checkUpToDate("castBox") || !checkRay(ray, "castBox")) return;
+  if (!isFinite(halfExtent) || !isWithinLimit(halfExtent) || halfExtent.x() < 0.0f ||
+      halfExtent.y() < 0.0f || halfExtent.z() < 0.0f) {
+    reportError(ErrorCode::invalidArgument,
+                "SweepGrid::castBox: half extent must be finite and >= 0");
+    return;
+  }
+  castRayGrown(ray, halfExtent, callback);
+}
+
+// The callback form of castRay and castBox: boxes grown by `grow` (zero for
+// a ray), delivered nearest first per stretch of the walk, each once.
+void SweepGrid::castRayGrown(const Ray& ray, const Vec3& grow, RayCallback callback) const {
+  const bool grown = grow.x() != 0.0f || grow.y() != 0.0f || grow.z() != 0.0f;
+  auto grownBox = [&](const Aabb& b) { return grown ? Aabb{b.min - grow, b.max + grow} : b; };
   float maxT = ray.maxT;
   bool stopped = false;
   std::unordered_set<uint32_t> delivered;
@@ -277,7 +296,7 @@ void SweepGrid::castRay(const Ray& ray, RayCallback callback) const {
   std::vector<RayHit> overflowHits;
   for (const uint32_t id : overflow_) {
     float t;
-    if (intersectRayAabb(ray.origin, ray.invDirection, boxes_[id].box, 0.0f, maxT, t))
+    if (intersectRayAabb(ray.origin, ray.invDirection, grownBox(boxes_[id].box), 0.0f, maxT, t))
       overflowHits.push_back({id, t});
   }
   std::sort(overflowHits.begin(), overflowHits.end(), hitBefore);
@@ -299,12 +318,12 @@ void SweepGrid::castRay(const Ray& ray, RayCallback callback) const {
     return true;
   };
   walkRay(
-      ray, Vec3::Zero(), maxT,
+      ray, grow, maxT,
       [&](const SweepCell& c, const Aabb& cull) {
         return forEachEntryIn(c, cull, [&](uint32_t k) {
           const uint32_t id = c.ids[k];
           float t;
-          if (intersectRayAabb(ray.origin, ray.invDirection, c.box(k), 0.0f, maxT, t) &&
+          if (intersectRayAabb(ray.origin, ray.invDirection, grownBox(c.box(k)), 0.0f, maxT, t) &&
               !delivered.count(id))
             candidates.push_back({id, t});
           return true;

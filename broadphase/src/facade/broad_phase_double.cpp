@@ -1,0 +1,439 @@
+// BroadPhase's double path: proxies whose boxes are given in double, stored
+// in the structure as float boxes relative to origin() rounded outward (a
+// superset, so the structure's candidates miss nothing), and decided in
+// double here: pairs in accepts() through exactOverlap(), queries by testing
+// every float candidate against the double box. The contract and the error
+// bounds behind the margins below: docs/large_worlds.md.
+#include <broadphase/broad_phase.h>
+
+#include "common/report_error.h"
+#include "facade/broad_phase_side.h"
+#include "facade/double_world.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace bp {
+
+namespace {
+
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+
+bool knownMotion(MotionType m) {
+  return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;
+}
+
+// A float box of the frame as a world box: box + origin, per coordinate in double.
+DAabb toWorld(const Aabb& box, const DVec3& origin) {
+  return {toDouble(box.min) + origin, toDouble(box.max) + origin};
+}
+
+// The box a double query or pair tests for proxy `p`, whose float box in the
+// structure is `frameBox`: a double proxy's applied DAabb, else frameBox +
+// origin. (A template only because DoubleWorld is BroadPhase's private type.)
+template <class World>
+DAabb worldOf(const World* w, const DVec3& origin, const Aabb& frameBox, uint32_t p) {
+  if (w != nullptr && w->has(p)) return w->applied[p];
+  return toWorld(frameBox, origin);
+}
+
+// The float query box for a double one: rounded outward, clamped to the
+// frame (no stored box lies outside it). False when nothing of it is left.
+bool frameQuery(const DAabb& box, const DVec3& origin, Aabb& out) {
+  out = roundOutward(box, origin);
+  const Vec3 limit = Vec3::Constant(kMaxCoordinate);
+  out.min = out.min.cwiseMax(-limit);
+  out.max = out.max.cwiseMin(limit);
+  return out.min.x() <= out.max.x() && out.min.y() <= out.max.y() && out.min.z() <= out.max.z();
+}
+
+// A clip for the float walk that keeps every candidate whose double entry
+// distance is <= t: the float walk's entry distances exceed the double ones
+// by a relative 2^-21 at most (docs/large_worlds.md), so 2^-20 and one more
+// float step cover them.
+float clipAbove(double t) { return std::nextafter(roundUp(t * (1.0 + 0x1p-20)), kInfinity); }
+
+}  // namespace
+
+// --- State --------------------------------------------------------------------
+
+BroadPhase::DoubleWorld& BroadPhase::doubleWorld() {
+  if (!dworld_) dworld_ = std::make_unique<DoubleWorld>();
+  return *dworld_;
+}
+
+bool BroadPhase::isDoubleProxy(uint32_t index) const { return dworld_ && dworld_->has(index); }
+
+DVec3 BroadPhase::origin() const { return dworld_ ? dworld_->origin : DVec3{}; }
+
+bool BroadPhase::checkDoubleBox(const DAabb& box, const std::string& where) const {
+  if (!isValid(box)) {
+    reportError(ErrorCode::invalidBox, where + describeInvalid(box));
+    return false;
+  }
+  if (!isValid(roundOutward(box, origin()))) {
+    const DVec3 o = origin();
+    reportError(ErrorCode::invalidBox,
+                where + "box " + toString(box) + " lies farther than 2^24 from the origin " +
+                    toString(DAabb{o, o}) + " on some axis (use shiftOrigin)");
+    return false;
+  }
+  return true;
+}
+
+void BroadPhase::markDouble(uint32_t index, const DAabb& box) {
+  DoubleWorld& w = doubleWorld();
+  w.reserveIndex(index);
+  w.pending[index] = box;
+  w.isDouble[index] = 1;
+  ++w.count;
+  ++special_;  // its pairs go through accepts(), which decides them in double
+}
+
+void BroadPhase::forgetDouble(uint32_t index) {
+  if (!dworld_->has(index)) return;
+  dworld_->isDouble[index] = 0;
+  --dworld_->count;
+  --special_;
+}
+
+// Called by applyPending() before it clears the pending states: the double
+// boxes of the adds and moves it applies become what queries test.
+void BroadPhase::applyDoubleBoxes() {
+  DoubleWorld& w = *dworld_;
+  for (const uint32_t i : pendingAdds_)
+    if ((state_[i] & kPendingAdd) && w.has(i)) w.applied[i] = w.pending[i];
+  for (const uint32_t i : pendingMoves_)
+    if ((state_[i] & kPendingMove) && w.has(i)) w.applied[i] = w.pending[i];
+}
+
+// accepts(), after applyPending(): a pair with a double proxy stands when
+// the double boxes overlap (the structure found it on the outward float boxes).
+bool BroadPhase::exactOverlap(uint32_t a, uint32_t b) const {
+  const DoubleWorld& w = *dworld_;
+  const bool da = w.has(a), db = w.has(b);
+  if (!da && !db) return true;
+  const DAabb boxA = da ? w.applied[a] : toWorld(boxes_[a], w.origin);
+  const DAabb boxB = db ? w.applied[b] : toWorld(boxes_[b], w.origin);
+  return overlaps(boxA, boxB);
+}
+
+bool BroadPhase::checkDoubleShift(const Vec3& offset) const {
+  if (!dworld_ || dworld_->count == 0) return true;
+  const DVec3 moved = dworld_->origin + toDouble(offset);
+  for (uint32_t i = 0; i < dworld_->isDouble.size(); ++i) {
+    if (!dworld_->has(i) || isValid(roundOutward(dworld_->pending[i], moved))) continue;
+    reportError(ErrorCode::invalidBox, "shiftOrigin: double proxy " + std::to_string(i) +
+                                           " would lie farther than 2^24 from the new origin");
+    return false;
+  }
+  return true;
+}
+
+// After applyPending() (applied == pending): the float boxes of the double
+// proxies, rounded outward again around the new origin.
+void BroadPhase::applyDoubleShift(const Vec3& offset) {
+  DoubleWorld& w = doubleWorld();
+  w.origin = w.origin + toDouble(offset);
+  for (uint32_t i = 0; i < w.isDouble.size(); ++i)
+    if (w.has(i)) boxes_[i] = roundOutward(w.pending[i], w.origin);
+}
+
+std::string BroadPhase::validateDouble() const {
+  if (!dworld_) return {};
+  uint32_t live = 0;
+  for (uint32_t i = 0; i < dworld_->isDouble.size(); ++i) {
+    if (!dworld_->has(i)) continue;
+    ++live;
+    if (!pool_.isLiveIndex(i)) return "double proxy " + std::to_string(i) + " is not live";
+    const Aabb expected = roundOutward(dworld_->pending[i], dworld_->origin);
+    if (expected.min != boxes_[i].min || expected.max != boxes_[i].max)
+      return "double proxy " + std::to_string(i) +
+             " holds a float box that is not its double box "
+             "rounded outward around the origin";
+  }
+  if (live != dworld_->count)
+    return "double proxies counted " + std::to_string(dworld_->count) + ", found " +
+           std::to_string(live);
+  return {};
+}
+
+// --- Proxies ------------------------------------------------------------------
+
+ProxyId BroadPhase::add(const DProxyDesc& desc) {
+  if (!checkDoubleBox(desc.box, "add: ")) return ProxyId{};
+  if (!knownMotion(desc.motion)) {
+    reportError(ErrorCode::invalidArgument, "add: motion type " + std::to_string(int(desc.motion)) +
+                                                " is not static, kinematic or dynamic");
+    return ProxyId{};
+  }
+  const ProxyId id =
+      addChecked({roundOutward(desc.box, origin()), desc.motion, desc.filter, desc.userData});
+  markDouble(id.index, desc.box);
+  return id;
+}
+
+void BroadPhase::add(std::span<const DProxyDesc> descs, std::span<ProxyId> out) {
+  std::fill(out.begin(), out.end(), ProxyId{});
+  if (descs.size() != out.size()) {
+    reportError(ErrorCode::invalidArgument, "add: " + std::to_string(descs.size()) +
+                                                " descriptions but room for " +
+                                                std::to_string(out.size()) + " handles");
+    return;
+  }
+  for (size_t k = 0; k < descs.size(); ++k) {
+    const std::string where = "add: entry " + std::to_string(k) + ": ";
+    if (!checkDoubleBox(descs[k].box, where)) return;
+    if (!knownMotion(descs[k].motion)) {
+      reportError(ErrorCode::invalidArgument, where + "motion type " +
+                                                  std::to_string(int(descs[k].motion)) +
+                                                  " is not static, kinematic or dynamic");
+      return;
+    }
+  }
+  for (size_t k = 0; k < descs.size(); ++k) out[k] = add(descs[k]);
+}
+
+void BroadPhase::move(ProxyId id, const DAabb& box) {
+  if (!checkLive(id, "move")) return;
+  if (!isDoubleProxy(id.index)) {
+    reportError(ErrorCode::invalidArgument,
+                "move: proxy " + std::to_string(id.index) +
+                    " was added with a float box (move it with an Aabb)");
+    return;
+  }
+  if (!checkDoubleBox(box, "move: ")) return;
+  dworld_->pending[id.index] = box;
+  recordMove(id.index, roundOutward(box, dworld_->origin));
+}
+
+void BroadPhase::move(std::span<const ProxyId> ids, std::span<const DAabb> boxes) {
+  if (ids.size() != boxes.size()) {
+    reportError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) +
+                                                " handles but " + std::to_string(boxes.size()) +
+                                                " boxes");
+    return;
+  }
+  // Everything validated before anything is recorded. The float boxes are
+  // computed once, in the check, and kept for the record pass.
+  // (The message is built on the failing entry only: this is the frame's hot path.)
+  const auto where = [](size_t k) { return "move: entry " + std::to_string(k); };
+  if (dworld_) dworld_->frameBoxes.resize(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (!pool_.isLive(ids[k])) {
+      checkLive(ids[k], where(k).c_str());
+      return;
+    }
+    if (!isDoubleProxy(ids[k].index)) {
+      reportError(ErrorCode::invalidArgument,
+                  where(k) + ": proxy " + std::to_string(ids[k].index) +
+                      " was added with a float box (move it with an Aabb)");
+      return;
+    }
+    if (!isValid(boxes[k]) ||
+        !isValid(dworld_->frameBoxes[k] = roundOutward(boxes[k], dworld_->origin))) {
+      checkDoubleBox(boxes[k], where(k) + ": ");
+      return;
+    }
+  }
+  DoubleWorld& w = *dworld_;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const uint32_t i = ids[k].index;
+    w.pending[i] = boxes[k];
+    recordMove(i, w.frameBoxes[k]);
+  }
+}
+
+DAabb BroadPhase::worldBox(ProxyId id) const {
+  if (!checkLive(id, "worldBox")) return toDouble(Aabb::empty());
+  if (isDoubleProxy(id.index)) return dworld_->pending[id.index];
+  return toWorld(boxes_[id.index], origin());
+}
+
+// --- Queries ------------------------------------------------------------------
+
+void BroadPhase::queryBox(const DAabb& box, OverlapCallback callback, const Filter& filter) const {
+  if (!isValid(box)) {
+    reportError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
+    return;
+  }
+  const DVec3 o = origin();
+  Aabb frame;
+  if (!frameQuery(box, o, frame)) return;
+  const DoubleWorld* w = dworld_.get();
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.queryBox(frame, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      if (!overlaps(worldOf(w, o, s.box(slot), p), box)) return true;
+      return callback(p);
+    });
+  });
+}
+
+void BroadPhase::queryPoint(const DVec3& point, OverlapCallback callback,
+                            const Filter& filter) const {
+  if (!isFinite(point)) {
+    reportError(ErrorCode::invalidArgument, "queryPoint: the point is not finite");
+    return;
+  }
+  const DVec3 o = origin();
+  Aabb frame;
+  if (!frameQuery(DAabb{point, point}, o, frame)) return;
+  const DoubleWorld* w = dworld_.get();
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.queryBox(frame, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      if (!containsPoint(worldOf(w, o, s.box(slot), p), point)) return true;
+      return callback(p);
+    });
+  });
+}
+
+bool BroadPhase::checkDoubleRay(const DVec3& start, const DVec3& direction, double length,
+                                const char* what) const {
+  std::string why = describeInvalidRay(start, direction, length);
+  if (why.empty() && !(maxAbs(start - origin()) <= double(kMaxCoordinate)))
+    why = "ray origin lies farther than 2^24 from the origin on some axis (use shiftOrigin)";
+  if (why.empty()) return true;
+  reportError(ErrorCode::invalidRay, std::string(what) + ": " + why);
+  return false;
+}
+
+// The candidates of a double ray: the float ray of the frame, cast against
+// every box grown by a margin that covers how far it strays from the double
+// ray (the rounding of its origin and direction, and of the frame itself:
+// docs/large_worlds.md), so every box the double ray enters is offered.
+// fn(proxy, worldBox) decides in double and returns the walk's new reach.
+template <class Fn>
+void BroadPhase::walkDoubleRay(const DRay& ray, const Filter& filter, Fn&& fn) const {
+  const DVec3 o = origin();
+  const DVec3 rel = ray.origin - o;
+  // Every stored box lies within kMaxCoordinate of the frame's zero, and so
+  // does the ray's origin: nothing lies farther along the ray than this.
+  const double reach = std::min(ray.maxT, 4.0 * double(kMaxCoordinate));
+  const Ray frameRay =
+      makeRay(Vec3(float(rel.x), float(rel.y), float(rel.z)),
+              Vec3(float(ray.direction.x), float(ray.direction.y), float(ray.direction.z)),
+              roundUp(reach * (1.0 + 0x1p-20)));
+  const double margin =
+      0x1p-20 * (maxAbs(rel) + reach) + 0x1p-50 * (maxAbs(o) + maxAbs(ray.origin) + reach);
+  const Vec3 grow = Vec3::Constant(roundUp(margin));
+  const DoubleWorld* w = dworld_.get();
+  const Side& side = *structure_;
+  side.visit([&](const auto& s) {
+    s.castBox(grow, frameRay, [&](uint32_t slot, float) -> float {
+      const uint32_t p = side.outer[slot];
+      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return kInfinity;
+      return fn(p, worldOf(w, o, s.box(slot), p));
+    });
+  });
+}
+
+DRayHit BroadPhase::castRay(const DVec3& start, const DVec3& direction, double length,
+                            RayQuery kind, const Filter& filter) const {
+  if (!checkDoubleRay(start, direction, length, "castRay")) return DRayHit{};
+  if (kind == RayQuery::all) {
+    reportError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
+    return DRayHit{};
+  }
+  const DRay ray = makeRay(start, direction, length);
+  DRayHit best;
+  walkDoubleRay(ray, filter, [&](uint32_t p, const DAabb& box) -> float {
+    double t;
+    if (!intersectRayAabb(ray, box, t)) return kInfinity;
+    const DRayHit h{p, t};
+    if (kind == RayQuery::any) {
+      best = h;
+      return -1.0f;
+    }
+    if (!best.hit() || doubleHitBefore(h, best)) best = h;
+    return clipAbove(best.t);
+  });
+  return best;
+}
+
+void BroadPhase::castRayAll(const DVec3& start, const DVec3& direction, double length,
+                            std::vector<DRayHit>& out, const Filter& filter) const {
+  out.clear();
+  if (!checkDoubleRay(start, direction, length, "castRayAll")) return;
+  const DRay ray = makeRay(start, direction, length);
+  walkDoubleRay(ray, filter, [&](uint32_t p, const DAabb& box) -> float {
+    double t;
+    if (intersectRayAabb(ray, box, t)) out.push_back({p, t});
+    return kInfinity;
+  });
+  std::sort(out.begin(), out.end(), doubleHitBefore);
+}
+
+// Two steps. The structure's float nearest gives k accepted proxies; the
+// largest of their double distances bounds the k-th nearest. Every proxy
+// that close lies in the cube of that radius around the point, so a box
+// query of the cube (grown for rounding) finds all of them, and the exact
+// double distances rank them, ties to the lower index.
+void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>& out,
+                         const Filter& filter) const {
+  out.clear();
+  if (!isFinite(point)) {
+    reportError(ErrorCode::invalidArgument, "nearest: the point is not finite");
+    return;
+  }
+  if (k == 0) {
+    reportError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
+    return;
+  }
+  const Side& side = *structure_;
+  const uint32_t total = side.proxyCount();
+  if (total == 0) return;
+  const DVec3 o = origin();
+  const DoubleWorld* w = dworld_.get();
+  const DVec3 rel = point - o;
+  const float limit = kMaxCoordinate;
+  auto clampToFrame = [&](double v) { return std::clamp(float(v), -limit, limit); };
+  const Vec3 framePoint(clampToFrame(rel.x), clampToFrame(rel.y), clampToFrame(rel.z));
+  side.visit([&](const auto& s) {
+    auto usable = [&](uint32_t p) { return p != kNullIndex && filter.accepts(rules_[p].filter); };
+    auto exact = [&](uint32_t slot, uint32_t p) {
+      return DNeighbour{p, distanceSquared(worldOf(w, o, s.box(slot), p), point)};
+    };
+    std::vector<Neighbour> found;
+    uint32_t want = std::min(k, total);
+    double bound = 0;
+    for (;;) {
+      s.nearest(framePoint, want, found);
+      uint32_t accepted = 0;
+      bound = 0;
+      for (const Neighbour& n : found) {
+        const uint32_t p = side.outer[n.proxy];
+        if (!usable(p)) continue;
+        bound = std::max(bound, exact(n.proxy, p).distanceSquared);
+        if (++accepted == k) break;
+      }
+      if (accepted == k) break;
+      if (found.size() < want || want >= total) {  // every proxy is in `found`
+        for (const Neighbour& n : found)
+          if (usable(side.outer[n.proxy])) out.push_back(exact(n.proxy, side.outer[n.proxy]));
+        return;
+      }
+      want = uint32_t(std::min<uint64_t>(uint64_t(want) * 2, total));
+    }
+    const double radius = std::sqrt(bound) * (1.0 + 0x1p-30) + 0x1p-50 * maxAbs(point);
+    const DVec3 r{radius, radius, radius};
+    Aabb frame;
+    if (!frameQuery(DAabb{point - r, point + r}, o, frame)) return;
+    s.queryBox(frame, [&](uint32_t slot) {
+      const uint32_t p = side.outer[slot];
+      if (usable(p)) out.push_back(exact(slot, p));
+      return true;
+    });
+  });
+  std::sort(out.begin(), out.end(), doubleNeighbourBefore);
+  if (out.size() > k) out.resize(k);
+}
+
+}  // namespace bp
