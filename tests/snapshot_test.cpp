@@ -44,8 +44,9 @@ uint64_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 // rest of the run.
 struct Driver {
   Scene scene;
-  std::vector<ProxyId> handle;  // per scene box; ProxyId{} while removed
-  std::vector<ProxyId> extra;   // proxies of no scene box (the ties)
+  std::vector<ProxyId> handle;    // per scene box; ProxyId{} while removed
+  std::vector<ProxyId> extra;     // proxies of no scene box (the ties)
+  std::vector<uint32_t> removed;  // scene boxes removed by the churn, not yet back
   SceneRng rng{7};
   Vec3 offset = Vec3::Zero();
   std::vector<Ray> rays;
@@ -97,15 +98,23 @@ struct Driver {
       bp.shiftOrigin(delta);
       offset += delta;
     }
-    // Churn: a removed box comes back later with a handle of its own.
-    for (int c = 0; c < 12; ++c) {
+    // Churn: removed boxes come back later, in random order, each with a
+    // handle of its own (from the free list).
+    // (Some frames add more than they remove: they reach into the free slots
+    // of earlier frames.)
+    const uint32_t removes = 4 + pick(6), adds = pick(14);
+    for (uint32_t c = 0; c < removes; ++c) {
       const uint32_t j = pick(scene.n);
-      if (handle[j] == ProxyId{}) {
-        handle[j] = addBox(bp, j, t);
-      } else {
-        bp.remove(handle[j]);
-        handle[j] = ProxyId{};
-      }
+      if (handle[j] == ProxyId{}) continue;
+      bp.remove(handle[j]);
+      handle[j] = ProxyId{};
+      removed.push_back(j);
+    }
+    for (uint32_t c = 0; c < adds && !removed.empty(); ++c) {
+      const uint32_t at = pick(uint32_t(removed.size()));
+      const uint32_t j = removed[at];
+      removed.erase(removed.begin() + at);
+      if (handle[j] == ProxyId{}) handle[j] = addBox(bp, j, t);
     }
     std::vector<ProxyId> batch;
     for (int c = 0; c < 3; ++c) {
@@ -113,6 +122,7 @@ struct Driver {
       if (handle[j] == ProxyId{}) continue;
       batch.push_back(handle[j]);
       handle[j] = ProxyId{};
+      removed.push_back(j);
     }
     bp.remove(batch);
     auto live = [&]() -> ProxyId {
@@ -142,6 +152,7 @@ struct Driver {
       bp.move(handle[k], boxOf((k + 2) % scene.n));
       bp.remove(handle[k]);
       handle[k] = ProxyId{};
+      removed.push_back(k);
     }
     const ProxyId m = live();
     bp.setMotionType(m, bp.desc(m).motion == MotionType::staticBody ? MotionType::dynamic
