@@ -80,9 +80,12 @@ void prepare(World& w, bp::BroadPhase& bp, uint32_t churn, Digest& d) {
   }
 }
 
-// The update and what it returns, then rays through the new frame.
-void finish(bp::BroadPhase& bp, const std::vector<bp::Ray>& rays, Digest& d) {
+// The update (its time in `updateMs`) and what it returns, then rays
+// through the new frame.
+void finish(bp::BroadPhase& bp, const std::vector<bp::Ray>& rays, Digest& d, double& updateMs) {
+  const auto start = Clock::now();
   const bp::FramePairs& f = bp.update();
+  updateMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   for (std::span<const bp::ProxyPair> list : {f.pairs, f.begun, f.ended}) {
     d.add(list.size());
     for (const bp::ProxyPair& p : list) {
@@ -99,8 +102,8 @@ void finish(bp::BroadPhase& bp, const std::vector<bp::Ray>& rays, Digest& d) {
 
 struct RollbackResult {
   int threads = 1;
-  double saveMs = 0, loadMs = 0;
-  uint64_t bytes = 0, memoryBytes = 0, proxies = 0;
+  double saveMs = 0, loadMs = 0, updateMs = 0;
+  uint64_t bytes = 0, settledBytes = 0, memoryBytes = 0, proxies = 0;
   uint32_t framesRerun = 0, framesDiffering = 0, firstDiffering = 0;
 };
 
@@ -129,6 +132,7 @@ void measure(const BackendInfo& backend, const Options& o, uint32_t n, int threa
   std::vector<uint64_t> digests(frames + 1);
   std::vector<std::byte> snapshot;
   World atSave = w;
+  std::vector<double> updates;
   constexpr int kTimings = 5;  // save and load each timed this many times (median)
   const double steps = double(frames + (frames - saveAt + 1));
   for (uint32_t f = 1; f <= frames; ++f) {
@@ -149,9 +153,18 @@ void measure(const BackendInfo& backend, const Options& o, uint32_t n, int threa
       atSave = w;
       d = Digest{};  // the re-run starts here
     }
-    finish(bp, rays, d);
+    double ms = 0;
+    finish(bp, rays, d, ms);
+    updates.push_back(ms);
+    if (f == saveAt) {
+      // The size of a snapshot with nothing pending (not loaded).
+      std::vector<std::byte> settled;
+      bp.saveState(settled);
+      r.settledBytes = settled.size();
+    }
     digests[f] = d.h;
   }
+  r.updateMs = medianOf(updates);
   std::vector<double> ms;
   for (int k = 0; k < kTimings; ++k) {
     const auto start = Clock::now();
@@ -164,7 +177,8 @@ void measure(const BackendInfo& backend, const Options& o, uint32_t n, int threa
     progress.update(double(frames + f - saveAt) / steps, "re-run frame " + std::to_string(f));
     Digest d;
     if (f != saveAt) prepare(w, bp, churn, d);
-    finish(bp, rays, d);
+    double ms = 0;
+    finish(bp, rays, d, ms);
     ++r.framesRerun;
     if (d.h != digests[f] && r.framesDiffering++ == 0) r.firstDiffering = f;
   }
@@ -205,10 +219,15 @@ int commandRollback(const Options& o) {
             .add("n", uint64_t(n))
             .add("frames", uint64_t(o.frames))
             .add("threads", uint64_t(r.threads))
+            .add("update_ms", r.updateMs, 3)
             .add("save_ms", r.saveMs, 3)
             .add("load_ms", r.loadMs, 3)
+            .add("save_over_update", r.updateMs > 0 ? r.saveMs / r.updateMs : 0, 2)
+            .add("load_over_update", r.updateMs > 0 ? r.loadMs / r.updateMs : 0, 2)
             .add("bytes", r.bytes)
             .add("bytes_per_proxy", perProxy, 1)
+            .add("settled_bytes_per_proxy",
+                 r.proxies ? double(r.settledBytes) / double(r.proxies) : 0, 1)
             .add("memory_bytes", r.memoryBytes)
             .add("memory_per_proxy", memPerProxy, 1)
             .add("memory_over_bytes", r.bytes ? double(r.memoryBytes) / double(r.bytes) : 0, 1)
@@ -223,9 +242,11 @@ int commandRollback(const Options& o) {
             {{"backend", "backend"},
              {"n", "N"},
              {"threads", "threads"},
+             {"update_ms", "update ms"},
              {"save_ms", "save ms"},
              {"load_ms", "load ms"},
              {"bytes_per_proxy", "B/proxy"},
+             {"settled_bytes_per_proxy", "settled B/proxy"},
              {"memory_per_proxy", "mem B/proxy"},
              {"memory_over_bytes", "mem/snapshot"},
              {"frames_rerun", "re-run"},
@@ -234,9 +255,11 @@ int commandRollback(const Options& o) {
                 ? std::vector<std::string>{"Saved at frame F/2 with its moves and churn pending, "
                                            "run on to F, loaded back, frames F/2..F run again "
                                            "and compared (pairs, begun, ended, handles, rays).",
-                                           "B/proxy: snapshot bytes / live proxies; mem B/proxy: "
-                                           "memoryBytes() / live proxies, at the save; save, "
-                                           "load: median of 5."}
+                                           "B/proxy: snapshot bytes / live proxies; settled: "
+                                           "saved again after that frame's update (nothing "
+                                           "pending); mem B/proxy: memoryBytes() / live "
+                                           "proxies, at the save; update: median over the "
+                                           "frames; save, load: median of 5."}
                 : std::vector<std::string>{});
   return printFailures(failures);
 }
