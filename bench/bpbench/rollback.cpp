@@ -48,35 +48,39 @@ struct World {
   bp::Scene scene;
   std::vector<bp::ProxyId> handle;
   bp::SceneRng rng{99};
+  std::vector<uint32_t> out;     // boxes removed by the last frame's churn
   std::vector<bp::ProxyId> ids;  // scratch of the batch move
   std::vector<bp::Aabb> boxes;
 };
 
 // The calls of frame f before its update: the moves (one batch), then the
-// churn (`churn` boxes removed and, with their handles, added back).
+// churn: the boxes removed last frame come back (new handles, from the free
+// slots those removals left, so their order matters), and `churn` others
+// are removed.
 void prepare(World& w, bp::BroadPhase& bp, uint32_t churn, Digest& d) {
   w.scene.step();
   w.ids.clear();
   w.boxes.clear();
   for (uint32_t j = 0; j < w.scene.n; ++j) {
-    if (w.scene.isStatic[j]) continue;
+    if (w.scene.isStatic[j] || w.handle[j] == bp::ProxyId{}) continue;
     w.ids.push_back(w.handle[j]);
     w.boxes.push_back(w.scene.boxes[j]);
   }
   bp.move(w.ids, w.boxes);
-  std::vector<uint32_t> out;
-  for (uint32_t c = 0; c < churn; ++c) {
-    const uint32_t j = uint32_t(w.rng.next() % w.scene.n);
-    if (std::find(out.begin(), out.end(), j) != out.end()) continue;
-    bp.remove(w.handle[j]);
-    out.push_back(j);
-  }
-  for (uint32_t j : out) {
+  for (uint32_t j : w.out) {
     w.handle[j] = bp.add(
         {.box = w.scene.boxes[j],
          .motion = w.scene.isStatic[j] ? bp::MotionType::staticBody : bp::MotionType::dynamic,
          .userData = j});
     d.add(uint64_t(w.handle[j].index) << 32 | w.handle[j].generation);
+  }
+  w.out.clear();
+  for (uint32_t c = 0; c < churn; ++c) {
+    const uint32_t j = uint32_t(w.rng.next() % w.scene.n);
+    if (w.handle[j] == bp::ProxyId{}) continue;
+    bp.remove(w.handle[j]);
+    w.handle[j] = bp::ProxyId{};
+    w.out.push_back(j);
   }
 }
 
@@ -119,7 +123,7 @@ void measure(const BackendInfo& backend, const Options& o, uint32_t n, int threa
   const uint32_t churn = uint32_t(double(n) * o.churnPercent / 100.0);
   bp::BroadPhase bp({.structure = structureOf(backend), .threads = threads});
   r.threads = bp.threadCount();
-  World w{bp::makeScene(o.scene, n, o.seed), {}, bp::SceneRng(o.seed + 99), {}, {}};
+  World w{bp::makeScene(o.scene, n, o.seed), {}, bp::SceneRng(o.seed + 99), {}, {}, {}};
   for (uint32_t j = 0; j < n; ++j)
     w.handle.push_back(bp.add(
         {.box = w.scene.boxes[j],
