@@ -5,12 +5,14 @@
 
 namespace bpbench {
 
-int commandPairs(const Options& options);     // pairs.cpp
-int commandRays(const Options& options);      // rays.cpp
-int commandStress(const Options& options);    // stress.cpp
-int commandScaling(const Options& options);   // scaling.cpp
-int commandBound(const Options& options);     // bound.cpp
-int commandRollback(const Options& options);  // rollback.cpp
-int commandList(const Options& options);      // main.cpp
+int commandPairs(const Options& options);    // pairs.cpp
+int commandRays(const Options& options);     // rays.cpp
+int commandStress(const Options& options);   // stress.cpp
+int commandScaling(const Options& options);  // scaling.cpp
+int commandBound(const Options& options);    // bound.cpp
+int commandList(const Options& options);     // main.cpp
+
+// rollback.cpp
+int commandRollback(const Options& options);
 
 }  // namespace bpbench
