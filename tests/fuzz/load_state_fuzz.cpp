@@ -99,6 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Reports reports;
   bp::setErrorHandler(&record, &reports);
   reports.take();
+  if (size == 0) return 0;
   Input in{data, size};
   const uint8_t mode = in.byte();
   const bp::Structure structure = bp::Structure(mode / 4 % 3);
