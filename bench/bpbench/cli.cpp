@@ -14,7 +14,7 @@
 namespace bpbench {
 namespace {
 
-const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "bound", "list"};
+const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "bound", "rollback", "list"};
 
 // Options each subcommand accepts (flags without a value are marked "!").
 const std::map<std::string, std::set<std::string>> kAllowed = {
@@ -30,6 +30,9 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"scene", "n", "frames", "threads", "backend", "seed", "repeat", "max-round-trip", "format",
       "plot", "!quiet", "!no-fork", "!wake-workers", "!serial-step"}},
     {"bound", {"n", "max-pairs", "threads", "backend", "format", "!quiet", "!no-fork"}},
+    {"rollback",
+     {"scene", "n", "frames", "threads", "backend", "seed", "churn", "!check", "format", "!quiet",
+      "!no-fork"}},
     {"list", {"format", "!quiet"}},
 };
 
@@ -109,7 +112,7 @@ void pickDefaultBackends(Options& o) {
   if (o.command == "pairs") order = {"bullet-dbvt", "bvh", "sweep", "auto"};
   if (o.command == "rays") order = {"embree", "bvh", "sweep", "auto"};
   if (o.command == "stress" || o.command == "scaling") order = {"auto", "sweep", "bvh"};
-  if (o.command == "bound") order = {"bvh", "sweep", "auto"};
+  if (o.command == "bound" || o.command == "rollback") order = {"bvh", "sweep", "auto"};
   for (const std::string& name : order) {
     const BackendInfo* b = findBackend(name);
     if (b && builtAndCapable(*b, need)) {
@@ -151,14 +154,13 @@ void parseBackends(Options& o, const std::string& text) {
     o.backends.push_back(b);
   }
   if (o.backends.empty()) throw UsageError("--backend: no backend in '" + text + "'");
-  if (o.command == "bound")
+  if (o.command == "bound" || o.command == "rollback")
     for (const BackendInfo* b : o.backends)
       if (std::string(b->name) != "bvh" && std::string(b->name) != "sweep" &&
           std::string(b->name) != "auto")
-        throw UsageError(
-            "--backend: bound runs BroadPhase structures only (bvh, sweep, auto), "
-            "got '" +
-            std::string(b->name) + "'");
+        throw UsageError("--backend: " + o.command +
+                         " runs BroadPhase structures only (bvh, sweep, auto), got '" +
+                         std::string(b->name) + "'");
   if (o.command == "stress" && o.backends.size() > 1)
     throw UsageError("--backend: stress runs one backend, got '" + text + "'");
 }
@@ -195,6 +197,10 @@ commands:
   bound    --n N[,N...] --max-pairs M [--threads T[,T...]] [--backend bvh,sweep,auto]
                                            N identical boxes, one update that must throw
                                            capacityExceeded: seconds to the error, peak MiB
+  rollback --scene S --n N[,N...] --frames F [--threads T[,T...]] [--backend bvh,sweep,auto]
+           [--churn PCT] [--check]         saveState at frame F/2, run on, loadState, re-run:
+                                           every re-run frame identical? save/load ms, bytes
+                                           per proxy against memoryBytes()
   list                                     the backends and whether they are built
 
 common options:
@@ -212,7 +218,7 @@ common options:
 
 defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
 hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
-bound: --n 1000000, --max-pairs 10000000; backends: pairs bullet-dbvt + ours built, rays
+bound: --n 1000000, --max-pairs 10000000; rollback: backends bvh, sweep, auto; backends: pairs bullet-dbvt + ours built, rays
 embree + ours, stress/scaling the first of auto, sweep, bvh (else bullet-dbvt), bound bvh,
 sweep, auto. Numbers may be written 100000 or 1e5.
 
@@ -224,7 +230,7 @@ backends: brute, bullet-dbvt, bullet-sap, embree, bvh, sweep, auto, all (every b
 Options parseArgs(int argc, char** argv) {
   Options o;
   if (argc < 1)
-    throw UsageError("missing command; valid: pairs, rays, stress, scaling, bound, list");
+    throw UsageError("missing command; valid: pairs, rays, stress, scaling, bound, rollback, list");
   o.command = argv[0];
   if (o.command == "-h" || o.command == "--help" || o.command == "help") {
     o.command = "help";

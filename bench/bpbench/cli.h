@@ -17,7 +17,7 @@ struct UsageError : std::runtime_error {
 enum class Format { table, csv, json };
 
 struct Options {
-  std::string command;  // pairs, rays, stress, scaling, bound, list
+  std::string command;  // pairs, rays, stress, scaling, bound, rollback, list
   bp::SceneKind scene = bp::SceneKind::uniform;
   std::vector<uint32_t> ns;  // one row group per N
   uint32_t frames = 30;
@@ -28,7 +28,7 @@ struct Options {
   uint32_t rays = 1000000;
   RayQuery query = RayQuery::closest;
   double seconds = 30;
-  double churnPercent = 1;
+  double churnPercent = 1;       // stress, rollback
   uint64_t maxPairs = 10000000;  // bound: BroadPhaseConfig::maxPairs
   uint32_t repeat = 1;           // scaling: rounds of every thread count
   double maxRoundTripNs = 0;     // scaling: keep rounds under this core round trip (0: all)

@@ -12,4 +12,7 @@ int commandScaling(const Options& options);  // scaling.cpp
 int commandBound(const Options& options);    // bound.cpp
 int commandList(const Options& options);     // main.cpp
 
+// rollback.cpp
+int commandRollback(const Options& options);
+
 }  // namespace bpbench

@@ -38,6 +38,7 @@
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -349,6 +350,28 @@ class BroadPhase {
   void nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>& out,
                const Filter& filter = {}) const;
 
+  // --- Snapshots (docs/snapshots.md). ---
+  /// Writes the complete state into `out`, replacing its contents: every
+  /// proxy (box, filter, motion type, user data, handle generation), the
+  /// free slots in the order later add() calls reuse them, the changes
+  /// pending for the next update(), the last frame's pairs and events, and
+  /// the config values that change results (maxPairs,
+  /// pairKinematicKinematic). A BroadPhase that loads it then gives the same
+  /// handles, pairs, events, user data and query results, bit for bit, as
+  /// this one would (queryBox/queryPoint visit the same proxies, maybe in
+  /// another order; RayQuery::any finds a hit where this one does). Compact
+  /// little-endian bytes with a version and a checksum; never reports.
+  void saveState(std::vector<std::byte>& out) const;
+  /// Replaces this BroadPhase's state with the snapshot's, into any
+  /// structure and thread count: the structure is rebuilt from the proxies
+  /// (this object's structure, threads, arena, margin and cell size stay;
+  /// maxPairs and pairKinematicKinematic become the snapshot's). Rejects
+  /// bytes that are truncated, corrupted, of another format version, or
+  /// describe an inconsistent state with invalidState, naming what is
+  /// wrong; everything is decoded and checked before anything changes, so
+  /// the fallback is no effect.
+  void loadState(std::span<const std::byte> bytes);
+
   // --- Introspection. ---
   std::string validate() const;  ///< empty when every invariant holds
   size_t memoryBytes() const;    ///< heap bytes owned, structures included
@@ -359,6 +382,7 @@ class BroadPhase {
  private:
   struct Side;         // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
   struct DoubleWorld;  // facade/double_world.h: origin() and the double proxies' boxes
+  struct StateCodec;  // saveState and loadState (broad_phase_state.cpp)
   // kRehome: a pending add of a proxy whose old slot is still in the
   // structure (queued in pendingRemoves_), after a change between static and
   // moving. Queries still find it there until the update.

@@ -35,6 +35,7 @@ enum class ErrorCode {
   staleHandle,       ///< removed, never issued, or from another structure
   invalidArgument,   ///< anything else: thread count, k = 0, span sizes differ...
   capacityExceeded,  ///< a bounded resource (pair budget, proxy count) ran out
+  invalidState,      ///< bytes given to loadState that are not a whole, valid snapshot
 };
 
 /// The code in words ("invalid box", "stale handle"...): a static string.

@@ -107,6 +107,18 @@ class HandlePool {
   /// the next allocations reuse the indices from 0 upward.
   void clear();
 
+  /// Internal: the free slots; allocate() takes the last one first. With
+  /// generations() and salt(), everything that decides the handles of later
+  /// allocations (BroadPhase::saveState).
+  const std::vector<uint32_t>& freeList() const { return free_; }
+  /// Internal: the generation a slot starts at when allocate() creates it.
+  uint32_t salt() const { return salt_; }
+  /// Internal: replaces the pool with the one these describe: `generations`
+  /// one per slot, `freeList` in allocate()'s order (every other slot live),
+  /// and the salt. Precondition, unchecked (BroadPhase::loadState checks it
+  /// first): the free list holds distinct indices below generations.size().
+  void restore(std::vector<uint32_t> generations, std::vector<uint32_t> freeList, uint32_t salt);
+
   /// Checks the free list against the live flags and the live count; returns
   /// an empty string, or what is wrong. For tests and the structures'
   /// validate().

@@ -15,6 +15,7 @@ const char* toString(ErrorCode code) {
     case ErrorCode::staleHandle: return "stale handle";
     case ErrorCode::invalidArgument: return "invalid argument";
     case ErrorCode::capacityExceeded: return "capacity exceeded";
+    case ErrorCode::invalidState: return "invalid state";
   }
   return "unknown error";
 }

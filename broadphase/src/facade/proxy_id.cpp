@@ -1,7 +1,9 @@
 #include <broadphase/proxy_id.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
+#include <utility>
 
 namespace bp {
 
@@ -53,6 +55,19 @@ void HandlePool::clear() {
   for (uint32_t i = static_cast<uint32_t>(generation_.size()); i-- > 0;) free_.push_back(i);
   std::fill(live_.begin(), live_.end(), 0);
   liveCount_ = 0;
+}
+
+void HandlePool::restore(std::vector<uint32_t> generations, std::vector<uint32_t> freeList,
+                         uint32_t salt) {
+  const size_t cap = generations.size();
+  std::vector<uint8_t> live(cap + kLivePadding, 0);
+  std::fill_n(live.begin(), cap, uint8_t(1));
+  for (uint32_t i : freeList) live[i] = 0;
+  generation_ = std::move(generations);
+  live_ = std::move(live);
+  liveCount_ = static_cast<uint32_t>(cap - freeList.size());
+  free_ = std::move(freeList);
+  salt_ = salt;
 }
 
 std::string HandlePool::validate() const {

@@ -1,0 +1,404 @@
+// BroadPhase::saveState and loadState: the facade's state as bytes (the
+// format: state_codec.h; the guarantees: docs/snapshots.md).
+//
+// What is saved is what decides later results: the proxies, the handle pool
+// (generations, free-list order, salt), the pending changes, the boxes
+// queries see until the next update, the proxies renewed since it, the last
+// frame's pairs and events, maxPairs and pairKinematicKinematic. The
+// structure's shape is not saved: loadState builds a fresh one from the
+// proxies, in index order. Every result that names proxies is canonical
+// (pairs and events sorted by key, hits and neighbours tied to the lower
+// index, distances computed from the box alone), so it does not depend on
+// the shape; the snapshot tests check this against uninterrupted runs.
+#include <broadphase/broad_phase.h>
+
+#include "common/report_error.h"
+#include "facade/broad_phase_side.h"
+#include "facade/state_codec.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace bp {
+
+namespace {
+
+bool sameBits(const Aabb& a, const Aabb& b) { return std::memcmp(&a, &b, sizeof(Aabb)) == 0; }
+
+bool isDefault(const Filter& f) {
+  return f.category == Filter{}.category && f.mask == Filter{}.mask;
+}
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+struct BroadPhase::StateCodec {
+  // Everything loadState decodes, checked, before it changes anything.
+  // Per-slot arrays have one entry per slot (capacity).
+  struct Decoded {
+    snapshot::Header header;
+    std::vector<uint32_t> generations, freeList;
+    std::vector<uint8_t> live, flags, renewed;
+    std::vector<Aabb> boxes, structureBoxes;
+    std::vector<uint64_t> userData;
+    std::vector<Filter> filters;
+    std::vector<uint32_t> renewedList;
+    std::vector<ProxyPair> pairs, begun, ended;
+  };
+
+  static void save(const BroadPhase& b, std::vector<std::byte>& out);
+  // False, after reporting invalidState, when the bytes are not a snapshot
+  // this library wrote (or could have written).
+  static bool decode(std::span<const std::byte> bytes, Decoded& d);
+  static void commit(BroadPhase& b, Decoded& d);
+};
+
+void BroadPhase::saveState(std::vector<std::byte>& out) const { StateCodec::save(*this, out); }
+
+void BroadPhase::loadState(std::span<const std::byte> bytes) {
+  StateCodec::Decoded d;
+  if (!StateCodec::decode(bytes, d)) return;
+  StateCodec::commit(*this, d);
+}
+
+void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& out) {
+  using namespace snapshot;
+  const HandlePool& pool = b.pool_;
+  const uint32_t cap = pool.capacity();
+  const Side& side = *b.structure_;
+
+  Header h;
+  h.structure = uint8_t(b.config_.structure);
+  h.pairKinematicKinematic = b.config_.pairKinematicKinematic ? 1 : 0;
+  h.salt = pool.salt();
+  h.maxPairs = b.config_.maxPairs;
+  h.capacity = cap;
+  h.freeCount = uint32_t(pool.freeList().size());
+
+  std::vector<uint32_t> live;
+  live.reserve(cap - h.freeCount);
+  std::vector<uint8_t> flags;
+  flags.reserve(cap - h.freeCount);
+  std::vector<Aabb> structureBoxes;
+  for (uint32_t i = 0; i < cap; ++i) {
+    if (!pool.isLiveIndex(i)) continue;
+    const uint8_t s = b.state_[i];
+    const Rules& r = b.rules_[i];
+    uint8_t f = uint8_t(r.motion);
+    if (!isDefault(r.filter)) {
+      f |= kFlagFilter;
+      ++h.filterCount;
+    }
+    if (s & BroadPhase::kPendingAdd) f |= kFlagPendingAdd;
+    if (s & BroadPhase::kRehome) f |= kFlagRehome;
+    if (s & BroadPhase::kPendingMove) f |= kFlagPendingMove;
+    // In the structure: queries see the box it holds there until the update.
+    if (!(s & BroadPhase::kPendingAdd) || (s & BroadPhase::kRehome)) {
+      const Aabb seen = side.visit([&](const auto& st) { return st.box(b.inner_[i].index); });
+      if (!sameBits(seen, b.boxes_[i])) {
+        f |= kFlagStructureBox;
+        structureBoxes.push_back(seen);
+      }
+    }
+    live.push_back(i);
+    flags.push_back(f);
+  }
+  h.structureBoxCount = uint32_t(structureBoxes.size());
+
+  std::vector<uint32_t> renewed = b.renewedList_;
+  std::sort(renewed.begin(), renewed.end());
+  h.renewedCount = uint32_t(renewed.size());
+
+  // The user data a pair end gets back on load: the proxy's now, or 0 for a
+  // slot that is free now. Pairs that carried other data list it.
+  auto dataNow = [&](uint32_t i) { return pool.isLiveIndex(i) ? b.userData_[i] : 0; };
+  std::vector<std::pair<uint64_t, uint64_t>> overrides;
+  for (size_t k = 0; k < b.pairs_.size(); ++k) {
+    const ProxyPair& p = b.pairs_[k];
+    if (p.userDataA != dataNow(p.a)) overrides.push_back({uint64_t(k) << 1, p.userDataA});
+    if (p.userDataB != dataNow(p.b)) overrides.push_back({uint64_t(k) << 1 | 1, p.userDataB});
+  }
+  // Every begun pair is a pair of its frame (both lists sorted by key).
+  std::vector<uint64_t> begun;
+  begun.reserve(b.begun_.size());
+  for (size_t j = 0, k = 0; j < b.begun_.size(); ++j) {
+    while (k + 1 < b.pairs_.size() && b.pairs_[k].key() != b.begun_[j].key()) ++k;
+    begun.push_back(k);
+  }
+  h.pairCount = b.pairs_.size();
+  h.overrideCount = overrides.size();
+  h.begunCount = begun.size();
+  h.endedCount = b.ended_.size();
+
+  const Layout l = layoutOf(h);
+  h.totalBytes = l.end;
+  out.clear();
+  out.resize(l.end);
+  Writer w{out.data() + kHeaderBytes};
+  for (uint32_t i = 0; i < cap; ++i) w.u32(pool.generations()[i]);
+  for (uint32_t i : pool.freeList()) w.u32(i);
+  for (uint32_t i : live) w.box(b.boxes_[i]);
+  for (uint32_t i : live) w.u64(b.userData_[i]);
+  for (uint8_t f : flags) w.u8(f);
+  for (uint32_t i : live)
+    if (!isDefault(b.rules_[i].filter)) {
+      w.u64(b.rules_[i].filter.category);
+      w.u64(b.rules_[i].filter.mask);
+    }
+  for (const Aabb& box : structureBoxes) w.box(box);
+  for (uint32_t i : renewed) w.u32(i);
+  for (const ProxyPair& p : b.pairs_) {
+    w.u32(p.a);
+    w.u32(p.b);
+  }
+  for (const auto& [key, data] : overrides) {
+    w.u64(key);
+    w.u64(data);
+  }
+  for (uint64_t k : begun) w.u64(k);
+  for (const ProxyPair& p : b.ended_) {
+    w.u32(p.a);
+    w.u32(p.b);
+    w.u64(p.userDataA);
+    w.u64(p.userDataB);
+  }
+  writeHeader(h, out.data());
+  seal(out);
+}
+
+bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d) {
+  using namespace snapshot;
+  auto fail = [](const std::string& why) {
+    reportError(ErrorCode::invalidState, "loadState: " + why);
+    return false;
+  };
+  const uint64_t size = bytes.size();
+  if (size < kHeaderBytes)
+    return fail("truncated: " + str(size) + " bytes, less than the " + str(kHeaderBytes) +
+                "-byte header");
+  const Header h = readHeader(bytes.data());
+  if (h.magic != kMagic) return fail("not a broadphase snapshot (bad magic number)");
+  if (h.version != kVersion)
+    return fail("format version " + str(h.version) + "; this library reads version " +
+                str(kVersion));
+  if (h.totalBytes != size)
+    return fail("the header says " + str(h.totalBytes) + " bytes but " + str(size) +
+                " were given (truncated or extended)");
+  if (checksum(bytes.subspan(kChecksummedFrom)) != h.checksum)
+    return fail("checksum mismatch: the bytes are corrupted");
+  if (h.structure > uint8_t(Structure::automatic))
+    return fail("unknown structure " + str(h.structure));
+  if (h.pairKinematicKinematic > 1)
+    return fail("pairKinematicKinematic is " + str(h.pairKinematicKinematic) + ", not 0 or 1");
+  if (h.reserved0 != 0 || h.reserved1 != 0) return fail("reserved header fields are not 0");
+  if (h.freeCount > h.capacity)
+    return fail(str(h.freeCount) + " free slots in a pool of " + str(h.capacity));
+  // Each count is at most the size, so the layout's sums cannot overflow.
+  for (uint64_t count :
+       {uint64_t(h.filterCount), uint64_t(h.structureBoxCount), uint64_t(h.renewedCount),
+        h.pairCount, h.overrideCount, h.begunCount, h.endedCount})
+    if (count > size)
+      return fail("a section count (" + str(count) + ") exceeds the snapshot's " + str(size) +
+                  " bytes");
+  const Layout l = layoutOf(h);
+  if (l.end != size)
+    return fail("the header's counts add up to " + str(l.end) + " bytes, not " + str(size));
+
+  d.header = h;
+  const uint32_t cap = h.capacity;
+  Reader r{bytes.data() + kHeaderBytes};
+  d.generations.resize(cap);
+  for (uint32_t& g : d.generations) g = r.u32();
+  d.live.assign(cap, 1);
+  d.freeList.resize(h.freeCount);
+  for (uint32_t k = 0; k < h.freeCount; ++k) {
+    const uint32_t i = r.u32();
+    if (i >= cap)
+      return fail("free list entry " + str(k) + " names slot " + str(i) + " of " + str(cap));
+    if (!d.live[i]) return fail("free list holds slot " + str(i) + " twice");
+    d.live[i] = 0;
+    d.freeList[k] = i;
+  }
+  std::vector<uint32_t> live;
+  live.reserve(cap - h.freeCount);
+  for (uint32_t i = 0; i < cap; ++i)
+    if (d.live[i]) live.push_back(i);
+
+  d.boxes.assign(cap, Aabb{Vec3::Zero(), Vec3::Zero()});
+  for (uint32_t i : live) {
+    d.boxes[i] = r.box();
+    if (!isValid(d.boxes[i])) return fail("proxy " + str(i) + ": " + describeInvalid(d.boxes[i]));
+  }
+  d.userData.assign(cap, 0);
+  for (uint32_t i : live) d.userData[i] = r.u64();
+  d.flags.assign(cap, 0);
+  uint32_t filters = 0, structureBoxes = 0;
+  for (uint32_t i : live) {
+    const uint8_t f = r.u8();
+    const std::string at = "proxy " + str(i) + ": ";
+    if (f & kFlagUnused) return fail(at + "unknown flag bits " + str(f));
+    if ((f & kFlagMotion) > uint8_t(MotionType::dynamic))
+      return fail(at + "motion type " + str(f & kFlagMotion) + " is none of the three");
+    const bool pendingAdd = f & kFlagPendingAdd, rehome = f & kFlagRehome;
+    if (rehome && !pendingAdd) return fail(at + "rehomed but not pending");
+    if ((f & kFlagPendingMove) && pendingAdd) return fail(at + "a pending move and a pending add");
+    if ((f & kFlagStructureBox) && pendingAdd && !rehome)
+      return fail(at + "a box in the structure but not in the structure");
+    if ((f & kFlagStructureBox) && !pendingAdd && !(f & kFlagPendingMove))
+      return fail(at + "a box in the structure other than its own, with no move pending");
+    filters += (f & kFlagFilter) != 0;
+    structureBoxes += (f & kFlagStructureBox) != 0;
+    d.flags[i] = f;
+  }
+  if (filters != h.filterCount || structureBoxes != h.structureBoxCount)
+    return fail("the flags name " + str(filters) + " filters and " + str(structureBoxes) +
+                " structure boxes, the header " + str(h.filterCount) + " and " +
+                str(h.structureBoxCount));
+  d.filters.assign(cap, Filter{});
+  for (uint32_t i : live)
+    if (d.flags[i] & kFlagFilter) {
+      d.filters[i].category = r.u64();
+      d.filters[i].mask = r.u64();
+      if (isDefault(d.filters[i])) return fail("proxy " + str(i) + ": a default filter listed");
+    }
+  d.structureBoxes.assign(cap, Aabb{Vec3::Zero(), Vec3::Zero()});
+  for (uint32_t i : live)
+    if (d.flags[i] & kFlagStructureBox) {
+      const Aabb box = r.box();
+      const std::string at = "proxy " + str(i) + ": structure box: ";
+      if (!isValid(box)) return fail(at + describeInvalid(box));
+      if (sameBits(box, d.boxes[i])) return fail(at + "the same as its box");
+      d.structureBoxes[i] = box;
+    }
+
+  d.renewed.assign(cap, 0);
+  d.renewedList.resize(h.renewedCount);
+  for (uint32_t k = 0; k < h.renewedCount; ++k) {
+    const uint32_t i = r.u32();
+    if (i >= cap || (k > 0 && i <= d.renewedList[k - 1]))
+      return fail("renewed entry " + str(k) + " (" + str(i) + ") is out of range or not ascending");
+    d.renewedList[k] = i;
+    d.renewed[i] = 1;
+  }
+
+  // A pair of the last frame names proxies that were in the structure then:
+  // still there, or removed since (renewed).
+  auto wasInFrame = [&](uint32_t i) {
+    return d.renewed[i] ||
+           (d.live[i] && (!(d.flags[i] & kFlagPendingAdd) || (d.flags[i] & kFlagRehome)));
+  };
+  auto dataNow = [&](uint32_t i) { return d.live[i] ? d.userData[i] : 0; };
+  d.pairs.resize(h.pairCount);
+  for (uint64_t k = 0; k < h.pairCount; ++k) {
+    ProxyPair p;
+    p.a = r.u32();
+    p.b = r.u32();
+    const std::string at = "pair " + str(k) + " (" + str(p.a) + ", " + str(p.b) + "): ";
+    if (!(p.a < p.b) || p.b >= cap) return fail(at + "not a < b < " + str(cap));
+    if (k > 0 && p.key() <= d.pairs[k - 1].key()) return fail(at + "not in ascending order");
+    if (!wasInFrame(p.a) || !wasInFrame(p.b))
+      return fail(at + "names a proxy that was not in the last frame");
+    p.userDataA = dataNow(p.a);
+    p.userDataB = dataNow(p.b);
+    d.pairs[k] = p;
+  }
+  for (uint64_t k = 0, last = 0; k < h.overrideCount; ++k) {
+    const uint64_t key = r.u64(), data = r.u64();
+    const uint64_t pair = key >> 1;
+    if (pair >= h.pairCount || (k > 0 && key <= last))
+      return fail("user data override " + str(k) + " is out of range or not ascending");
+    last = key;
+    uint64_t& slot = (key & 1) ? d.pairs[pair].userDataB : d.pairs[pair].userDataA;
+    if (slot == data) return fail("user data override " + str(k) + " overrides nothing");
+    slot = data;
+  }
+  d.begun.resize(h.begunCount);
+  for (uint64_t k = 0, last = 0; k < h.begunCount; ++k) {
+    const uint64_t pair = r.u64();
+    if (pair >= h.pairCount || (k > 0 && pair <= last))
+      return fail("begun entry " + str(k) + " is out of range or not ascending");
+    last = pair;
+    d.begun[k] = d.pairs[pair];
+  }
+  d.ended.resize(h.endedCount);
+  for (uint64_t k = 0; k < h.endedCount; ++k) {
+    ProxyPair p;
+    p.a = r.u32();
+    p.b = r.u32();
+    p.userDataA = r.u64();
+    p.userDataB = r.u64();
+    if (!(p.a < p.b) || p.b >= cap || (k > 0 && p.key() <= d.ended[k - 1].key()))
+      return fail("ended pair " + str(k) + " (" + str(p.a) + ", " + str(p.b) + ") is not a < b < " +
+                  str(cap) + " in ascending order");
+    d.ended[k] = p;
+  }
+  return true;
+}
+
+// Builds the new structure and lists aside, then moves everything in: an
+// allocation failure on the way leaves the object as it was.
+void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
+  using namespace snapshot;
+  const uint32_t cap = d.header.capacity;
+  std::vector<Rules> rules(cap, Rules{Filter{}, MotionType::dynamic});
+  std::vector<ProxyId> inner(cap);
+  std::vector<uint8_t> state(cap, 0);
+  std::vector<uint32_t> pendingAdds, pendingMoves;
+  std::vector<ProxyId> pendingRemoves;
+  uint32_t special = 0;
+  std::unique_ptr<Side> structure = b.makeStructure();
+  for (uint32_t i = 0; i < cap; ++i) {
+    if (!d.live[i]) continue;
+    const uint8_t f = d.flags[i];
+    const MotionType motion = MotionType(f & kFlagMotion);
+    rules[i] = {d.filters[i], motion};
+    special += isSpecial(motion, d.filters[i]);
+    const bool pendingAdd = f & kFlagPendingAdd, rehome = f & kFlagRehome;
+    if (!pendingAdd || rehome) {
+      // A rehomed proxy's old place is in the other part (static or
+      // moving); queries do not look at the part, and the update removes it.
+      const bool isStatic = (motion == MotionType::staticBody) != rehome;
+      inner[i] =
+          structure->add((f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i], isStatic, i);
+    }
+    if (pendingAdd) {
+      state[i] = uint8_t(kPendingAdd | (rehome ? kRehome : 0));
+      pendingAdds.push_back(i);
+      if (rehome) pendingRemoves.push_back(inner[i]);
+    } else {
+      const bool moved = f & kFlagPendingMove;
+      state[i] = uint8_t(kInStructure | (moved ? kPendingMove : 0));
+      if (moved) pendingMoves.push_back(i);
+    }
+  }
+  structure->update(*b.scheduler_);  // queries answer at once, as after shiftOrigin
+
+  // (restore() allocates before it changes the pool; the rest only moves.)
+  b.pool_.restore(std::move(d.generations), std::move(d.freeList), d.header.salt);
+  b.config_.maxPairs = d.header.maxPairs;
+  b.config_.pairKinematicKinematic = d.header.pairKinematicKinematic != 0;
+  b.structure_ = std::move(structure);
+  b.boxes_ = std::move(d.boxes);
+  b.userData_ = std::move(d.userData);
+  b.rules_ = std::move(rules);
+  b.special_ = special;
+  b.inner_ = std::move(inner);
+  b.state_ = std::move(state);
+  b.renewed_ = std::move(d.renewed);
+  b.renewedList_ = std::move(d.renewedList);
+  b.pendingAdds_ = std::move(pendingAdds);
+  b.pendingMoves_ = std::move(pendingMoves);
+  b.pendingRemoves_ = std::move(pendingRemoves);
+  b.moveIds_.clear();
+  b.moveBoxes_.clear();
+  b.pairs_ = std::move(d.pairs);
+  b.begun_ = std::move(d.begun);
+  b.ended_ = std::move(d.ended);
+  b.previous_.clear();
+  b.frame_ = {b.pairs_, b.begun_, b.ended_};
+}
+
+}  // namespace bp
