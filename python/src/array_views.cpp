@@ -98,7 +98,7 @@ FloatColumn floatColumn(py::handle obj, const std::string& what, size_t rows) {
 U64Column u64Column(py::handle obj, const std::string& what, size_t rows) {
   U64Column out;
   if (py::isinstance<py::int_>(obj)) {
-    if (py::int_(obj) < py::int_(0)) reject(what + " must not be negative");
+    if (py::reinterpret_borrow<py::int_>(obj) < py::int_(0)) reject(what + " must not be negative");
     out.scalar = py::cast<uint64_t>(obj);
     return out;
   }

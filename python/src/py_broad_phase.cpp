@@ -104,7 +104,7 @@ py::array_t<uint64_t> PyBroadPhase::add(py::handle lo, py::handle hi, const std:
   const U64Column user = userIsHandle ? U64Column{} : u64Column(userData, "add: user_data", n);
   const U64Column cat = u64Column(category, "add: category", n);
   const U64Column msk = u64Column(mask, "add: mask", n);
-  py::array_t<uint64_t> out(py::ssize_t(n));
+  py::array_t<uint64_t> out(static_cast<py::ssize_t>(n));
   const std::span<ProxyId> ids(reinterpret_cast<ProxyId*>(out.mutable_data()), n);
   {
     py::gil_scoped_release release;
@@ -183,7 +183,7 @@ void PyBroadPhase::setUserData(py::handle ids, py::handle userData) {
 
 py::array_t<bool> PyBroadPhase::contains(py::handle ids) {
   const HandleArray handles = handleArray(ids, "contains: ids");
-  py::array_t<bool> out(py::ssize_t(handles.ids.size()));
+  py::array_t<bool> out(static_cast<py::ssize_t>(handles.ids.size()));
   bool* live = out.mutable_data();
   py::gil_scoped_release release;
   std::shared_lock lock(mutex_);
@@ -193,7 +193,7 @@ py::array_t<bool> PyBroadPhase::contains(py::handle ids) {
 
 py::array_t<uint64_t> PyBroadPhase::userData(py::handle ids) {
   const HandleArray handles = handleArray(ids, "user_data: ids");
-  py::array_t<uint64_t> out(py::ssize_t(handles.ids.size()));
+  py::array_t<uint64_t> out(static_cast<py::ssize_t>(handles.ids.size()));
   uint64_t* user = out.mutable_data();
   py::gil_scoped_release release;
   std::shared_lock lock(mutex_);

@@ -37,7 +37,7 @@ PYBIND11_MODULE(_bp_testkit, m) {
       .def_property_readonly("hi", [](const bp::Scene& s) { return corners(s, true); })
       .def_property_readonly("is_static",
                              [](const bp::Scene& s) {
-                               py::array_t<bool> out(py::ssize_t(s.isStatic.size()));
+                               py::array_t<bool> out(static_cast<py::ssize_t>(s.isStatic.size()));
                                for (size_t i = 0; i < s.isStatic.size(); ++i)
                                  out.mutable_data()[i] = s.isStatic[i] != 0;
                                return out;

@@ -103,7 +103,8 @@ def nearest(index, lo, hi, points, k):
     d2 = np.full((len(p), k), np.inf, np.float32)
     for q in range(len(p)):
         d = np.maximum(np.maximum(lo - p[q], p[q] - hi), np.float32(0))
-        dist = (d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1]) + d[:, 2] * d[:, 2]
+        # Eigen's squaredNorm of a Vector3f adds the halves: x + (y + z).
+        dist = d[:, 0] * d[:, 0] + (d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
         order = np.lexsort((index, dist))[:k]
         rows[q, :len(order)] = order
         d2[q, :len(order)] = dist[order]

@@ -99,3 +99,20 @@ def test_uniform_ten_thousand_against_brute_force(bp, tk):
     pairs, _, _ = w.update()
     expected = brute.pairs(brute.index_of(ids), scene.lo, scene.hi)
     np.testing.assert_array_equal(index_pairs(pairs), expected)
+
+
+def test_benchmark_draws_the_standard_scene(tk):
+    # bench_python.py draws the `uniform` scene and its rays in numpy; they
+    # are the C++ generator's boxes and rays.
+    import sys
+    sys.path.insert(0, os.path.join(REPO, "python", "bench"))
+    import bench_python
+    scene = tk.make_scene("uniform", 3000)
+    lo, hi = bench_python.uniform_scene(3000)
+    np.testing.assert_array_equal(lo, scene.lo)
+    np.testing.assert_array_equal(hi, scene.hi)
+    origins, directions, lengths = bench_python.scene_rays(3000, 500)
+    o, d, length = tk.make_rays(3000, 500)
+    np.testing.assert_array_equal(origins, o)
+    np.testing.assert_allclose(directions, d, rtol=0, atol=1e-6)  # float32 log/cos of numpy
+    np.testing.assert_array_equal(lengths, length)

@@ -112,7 +112,7 @@ def run_sequence(bp, structure, threads, seed, pair_kinematic):
 
         pairs, begun, ended = w.update()
         expected = m.expected_pairs(pair_kinematic)
-        handles = np.vectorize(lambda u: m.handle_of_user[u], otypes=[np.uint64])
+        handles = np.vectorize(lambda u: m.handle_of_user[int(u)], otypes=[np.uint64])
         got = handles(pairs) if len(pairs) else pairs
         np.testing.assert_array_equal(got, expected)
         user_now = np.array([[m.user[a], m.user[b]] for a, b in expected.tolist()],
