@@ -120,6 +120,14 @@ def ratio(peer_ms, ours_ms):
     return f"{peer_ms / ours_ms:.3g}x"
 
 
+def open3d_hits_a_box(o3d):
+    vertices, triangles = box_mesh(np.zeros((1, 3), np.float32), np.ones((1, 3), np.float32))
+    scene = o3d.t.geometry.RaycastingScene()
+    scene.add_triangles(o3d.core.Tensor(vertices), o3d.core.Tensor(triangles))
+    ray = o3d.core.Tensor(np.array([[0.5, 0.5, 3, 0, 0, -1]], np.float32))
+    return bool(np.isclose(scene.cast_rays(ray)["t_hit"].numpy()[0], 2.0))
+
+
 def bench_rays(t, args):
     lo, hi = uniform_scene(args.n)
     origins, directions, lengths = scene_rays(args.n, args.rays)
@@ -133,6 +141,12 @@ def bench_rays(t, args):
         import open3d as o3d
     except ImportError:
         t.skip("rays", "open3d", "open3d not installed")
+        return
+    if not open3d_hits_a_box(o3d):
+        # Debian 12's python3-open3d 0.16 with its Embree 3.13: a ray straight
+        # at a unit box misses, so there is no figure to compare with.
+        t.skip("rays", "open3d", f"open3d {o3d.__version__}: RaycastingScene misses a "
+               "ray cast straight at a box here")
         return
     vertices, triangles = box_mesh(lo, hi)
     scene = o3d.t.geometry.RaycastingScene()
