@@ -10,8 +10,10 @@ reach for, in one run, with a table as bpbench prints it.
 The boxes are the `uniform` scene of docs/scenes.md (frame 0), drawn here in
 numpy float32 with the scene's splitmix64 and formulas; the rays are the
 scene's rays (seed 2). Each row is the median of --repeat timed runs after
-one warm-up; `ratio` is the peer's median over ours (above 1: ours is
-faster). A peer that is not installed is listed as skipped. `check`
+one warm-up; each task lists the peer first (1x) and then one row per
+structure of ours (--structures), whose `ratio` is the peer's median over
+ours (above 1: ours is faster). A peer that is not installed is listed as
+skipped. `check`
 compares the answers.
 
   PYTHONPATH=build/release/python /usr/bin/python3 python/bench/bench_python.py
@@ -117,6 +119,7 @@ class Table:
 
 
 def ratio(peer_ms, ours_ms):
+    """How many times faster than the peer of the same task (its row is 1x)."""
     return f"{peer_ms / ours_ms:.3g}x"
 
 
@@ -131,38 +134,44 @@ def open3d_hits_a_box(o3d):
 def bench_rays(t, args):
     lo, hi = uniform_scene(args.n)
     origins, directions, lengths = scene_rays(args.n, args.rays)
-    w = bp.BroadPhase(threads=args.threads)
-    w.add(lo, hi)
-    w.update()
-    ours = median_ms(lambda: w.cast_rays(origins, directions, lengths), args.repeat)
-    hit, user, dist = w.cast_rays(origins, directions, lengths)
-    t.add("rays", "broadphase", args.n, args.rays, ours, "1x", f"{hit.mean():.1%} hit")
+    peer = None
     try:
         import open3d as o3d
+        if not open3d_hits_a_box(o3d):
+            # Debian 12's python3-open3d 0.16 with its Embree 3.13: a ray
+            # straight at a unit box misses, so there is no figure to compare.
+            t.skip("rays", "open3d", f"open3d {o3d.__version__}: RaycastingScene misses a "
+                   "ray cast straight at a box here")
+            o3d = None
     except ImportError:
         t.skip("rays", "open3d", "open3d not installed")
-        return
-    if not open3d_hits_a_box(o3d):
-        # Debian 12's python3-open3d 0.16 with its Embree 3.13: a ray straight
-        # at a unit box misses, so there is no figure to compare with.
-        t.skip("rays", "open3d", f"open3d {o3d.__version__}: RaycastingScene misses a "
-               "ray cast straight at a box here")
-        return
-    vertices, triangles = box_mesh(lo, hi)
-    scene = o3d.t.geometry.RaycastingScene()
-    scene.add_triangles(o3d.core.Tensor(vertices), o3d.core.Tensor(triangles))
-    rays = o3d.core.Tensor(np.hstack([origins, directions]).astype(np.float32))
-    peer = median_ms(lambda: scene.cast_rays(rays), args.repeat)
-    answer = scene.cast_rays(rays)
-    t_hit = answer["t_hit"].numpy()
-    box = answer["primitive_ids"].numpy().astype(np.int64) // 12
-    peer_hit = t_hit <= lengths
-    # Rays that start inside a box hit it at 0 here and at its far side in a
-    # mesh: compared only where the origin is outside every box.
-    outside = ~(hit & (dist == 0))
-    same = (peer_hit == hit) & (~hit | (box == (user & 0xFFFFFFFF).astype(np.int64)))
-    t.add("rays", "open3d", args.n, args.rays, peer, ratio(peer, ours),
-          f"{same[outside].mean():.2%} same box")
+        o3d = None
+    if o3d is not None:
+        vertices, triangles = box_mesh(lo, hi)
+        scene = o3d.t.geometry.RaycastingScene()
+        scene.add_triangles(o3d.core.Tensor(vertices), o3d.core.Tensor(triangles))
+        rays = o3d.core.Tensor(np.hstack([origins, directions]).astype(np.float32))
+        peer = median_ms(lambda: scene.cast_rays(rays), args.repeat)
+        answer = scene.cast_rays(rays)
+        peer_t = answer["t_hit"].numpy()
+        peer_box = answer["primitive_ids"].numpy().astype(np.int64) // 12
+        t.add("rays", "open3d", args.n, args.rays, peer, "1x", "")
+    for structure in args.structures:
+        w = bp.BroadPhase(structure=structure, threads=args.threads)
+        w.add(lo, hi)
+        w.update()
+        ours = median_ms(lambda: w.cast_rays(origins, directions, lengths), args.repeat)
+        hit, user, dist = w.cast_rays(origins, directions, lengths)
+        check = f"{hit.mean():.1%} hit"
+        if peer is not None:
+            # A ray that starts inside a box hits it at 0 here and at its far
+            # side in a mesh: compared only where the origin is outside.
+            outside = ~(hit & (dist == 0))
+            peer_hit = peer_t <= lengths
+            same = (peer_hit == hit) & (~hit | (peer_box == (user & 0xFFFFFFFF).astype(np.int64)))
+            check += f", {same[outside].mean():.2%} same box"
+        t.add("rays", f"broadphase {structure}", args.n, args.rays, ours,
+              ratio(peer, ours) if peer else "-", check)
 
 
 def bench_nearest(t, args):
@@ -170,24 +179,29 @@ def bench_nearest(t, args):
     centres = np.float32(0.5) * (lo + hi)
     side = world_side(args.n)
     points = uniform_draws(3, 3 * args.queries).reshape(-1, 3) * side
-    w = bp.BroadPhase(threads=args.threads)
-    w.add(centres, centres)  # points as boxes: the same question cKDTree answers
-    w.update()
     k = args.k
-    ours = median_ms(lambda: w.nearest(points, k), args.repeat)
-    user, d2 = w.nearest(points, k)
-    t.add(f"nearest k={k}", "broadphase", args.n, args.queries, ours, "1x", "")
+    task = f"nearest k={k}"
+    peer = dist = None
     try:
         from scipy.spatial import cKDTree
+        tree = cKDTree(centres)
+        peer = median_ms(lambda: tree.query(points, k, workers=-1), args.repeat)
+        dist, _ = tree.query(points, k, workers=-1)
+        t.add(task, "cKDTree", args.n, args.queries, peer, "1x", "")
     except ImportError:
-        t.skip(f"nearest k={k}", "cKDTree", "scipy not installed")
-        return
-    tree = cKDTree(centres)
-    peer = median_ms(lambda: tree.query(points, k, workers=-1), args.repeat)
-    dist, _ = tree.query(points, k, workers=-1)
-    close = np.allclose(np.sqrt(d2), dist.reshape(d2.shape), rtol=1e-5, atol=1e-4)
-    t.add(f"nearest k={k}", "cKDTree", args.n, args.queries, peer, ratio(peer, ours),
-          "same distances" if close else "DISTANCES DIFFER")
+        t.skip(task, "cKDTree", "scipy not installed")
+    for structure in args.structures:
+        w = bp.BroadPhase(structure=structure, threads=args.threads)
+        w.add(centres, centres)  # points as boxes: the question cKDTree answers
+        w.update()
+        ours = median_ms(lambda: w.nearest(points, k), args.repeat)
+        user, d2 = w.nearest(points, k)
+        check = ""
+        if dist is not None:
+            close = np.allclose(np.sqrt(d2), dist.reshape(d2.shape), rtol=1e-5, atol=1e-4)
+            check = "same distances" if close else "DISTANCES DIFFER"
+        t.add(task, f"broadphase {structure}", args.n, args.queries, ours,
+              ratio(peer, ours) if peer else "-", check)
 
 
 def bench_boxes(t, args):
@@ -195,28 +209,31 @@ def bench_boxes(t, args):
     side = world_side(args.n)
     qlo = uniform_draws(4, 3 * args.queries).reshape(-1, 3) * side
     qhi = qlo + np.float32(4)
-    w = bp.BroadPhase(threads=args.threads)
-    w.add(lo, hi)
-    w.update()
-    ours = median_ms(lambda: w.query_boxes(qlo, qhi), args.repeat)
-    offsets, _ = w.query_boxes(qlo, qhi)
-    t.add("boxes", "broadphase", args.n, args.queries, ours, "1x",
-          f"{offsets[-1] / args.queries:.3g} found/query")
+    peer = counts = None
     try:
         from rtree import index
+        p = index.Property()
+        p.dimension = 3
+        stream = ((i, (*lo[i], *hi[i]), None) for i in range(args.n))
+        tree = index.Index(stream, properties=p)
+        boxes = [(*qlo[q], *qhi[q]) for q in range(args.queries)]
+        peer = median_ms(lambda: [list(tree.intersection(b)) for b in boxes], args.repeat)
+        counts = np.array([len(list(tree.intersection(b))) for b in boxes])
+        t.add("boxes", "rtree", args.n, args.queries, peer, "1x", "one box a call")
     except ImportError:
         t.skip("boxes", "rtree", "rtree not installed")
-        return
-    p = index.Property()
-    p.dimension = 3
-    stream = ((i, (*lo[i], *hi[i]), None) for i in range(args.n))
-    tree = index.Index(stream, properties=p)
-    boxes = [(*qlo[q], *qhi[q]) for q in range(args.queries)]
-    peer = median_ms(lambda: [list(tree.intersection(b)) for b in boxes], args.repeat)
-    counts = np.array([len(list(tree.intersection(b))) for b in boxes])
-    same = np.array_equal(counts, np.diff(offsets))
-    t.add("boxes", "rtree", args.n, args.queries, peer, ratio(peer, ours),
-          "same counts" if same else "COUNTS DIFFER")
+    for structure in args.structures:
+        w = bp.BroadPhase(structure=structure, threads=args.threads)
+        w.add(lo, hi)
+        w.update()
+        ours = median_ms(lambda: w.query_boxes(qlo, qhi), args.repeat)
+        offsets, _ = w.query_boxes(qlo, qhi)
+        check = f"{offsets[-1] / args.queries:.3g} found/query"
+        if counts is not None:
+            check += ", same counts" if np.array_equal(counts, np.diff(offsets)) else \
+                ", COUNTS DIFFER"
+        t.add("boxes", f"broadphase {structure}", args.n, args.queries, ours,
+              ratio(peer, ours) if peer else "-", check)
 
 
 def brute_pairs(lo, hi, chunk=1024):
@@ -233,27 +250,28 @@ def brute_pairs(lo, hi, chunk=1024):
 def bench_pairs(t, args):
     n = args.pairs_n
     lo, hi = uniform_scene(n)
-    w = bp.BroadPhase(threads=args.threads)
-    ids = w.add(lo, hi)
-    w.update()
     rng = np.random.default_rng(1)
     shift = (rng.random((n, 3), np.float32) - np.float32(0.5)) * np.float32(0.2)
-    frame = [0]
+    peer = median_ms(lambda: brute_pairs(lo + shift, hi + shift), args.repeat)
+    count = brute_pairs(lo + shift, hi + shift)
+    t.add("pairs", "numpy brute force", n, n, peer, "1x", f"{count} pairs")
+    for structure in args.structures:
+        w = bp.BroadPhase(structure=structure, threads=args.threads)
+        ids = w.add(lo, hi)
+        w.update()
+        frame = [0]
 
-    def ours_frame():
-        frame[0] += 1
-        s = shift if frame[0] % 2 else -shift
-        w.move(ids, lo + s, hi + s)
-        return w.update()
+        def ours_frame():  # a frame: every box moves, then update()
+            frame[0] += 1
+            s = shift if frame[0] % 2 else np.float32(0)
+            w.move(ids, lo + s, hi + s)
+            return w.update()
 
-    ours = median_ms(ours_frame, args.repeat)
-    pairs, _, _ = w.update()
-    t.add("pairs", "broadphase", n, n, ours, "1x", f"{len(pairs)} pairs")
-    s = shift if frame[0] % 2 else -shift
-    peer = median_ms(lambda: brute_pairs(lo + s, hi + s), args.repeat)
-    count = brute_pairs(lo + s, hi + s)
-    t.add("pairs", "numpy brute force", n, n, peer, ratio(peer, ours),
-          "same count" if count == len(pairs) else "COUNTS DIFFER")
+        ours = median_ms(ours_frame, args.repeat)
+        w.move(ids, lo + shift, hi + shift)
+        pairs, _, _ = w.update()
+        t.add("pairs", f"broadphase {structure}", n, n, ours, ratio(peer, ours),
+              "same count" if count == len(pairs) else "COUNTS DIFFER")
 
 
 def machine():
@@ -276,8 +294,11 @@ def main():
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", default="rays,nearest,boxes,pairs")
+    parser.add_argument("--structures", default="sweep,bvh",
+                        help="ours, one row each (automatic is the sweep today)")
     args = parser.parse_args()
     args.pairs_n = min(args.pairs_n, args.n)
+    args.structures = args.structures.split(",")
 
     print("machine:", machine())
     print("python:", sys.version.split()[0], sys.executable, "| numpy", np.__version__)

@@ -5,6 +5,7 @@
 #include <broadphase/math/ray.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <limits>
 #include <mutex>
@@ -65,17 +66,29 @@ BroadPhaseConfig makeConfig(const std::string& structure, int threads, float mar
 Aabb boxAt(const Vec3Rows& lo, const Vec3Rows& hi, size_t i) { return {lo.row(i), hi.row(i)}; }
 
 // The rays of a batch, validated as the library validates them (so that the
-// message names the caller's ray, not a normalised one) and built by makeRay.
-void buildRays(const Vec3Rows& origins, const Vec3Rows& directions, const FloatColumn& lengths,
-               const char* what, std::vector<Ray>& rays) {
-  rays.resize(origins.rows);
-  for (size_t r = 0; r < origins.rows; ++r) {
-    const Vec3 o = origins.row(r), d = directions.row(r);
-    const float length = lengths.at(r);
-    if (std::string why = describeInvalidRay(o, d, length); !why.empty())
+// message names the caller's ray, not a normalised one) and built by makeRay,
+// in parallel chunks; a bad batch is searched again in order for its first
+// bad ray.
+void buildRays(Scheduler& scheduler, const Vec3Rows& origins, const Vec3Rows& directions,
+               const FloatColumn& lengths, const char* what, std::vector<Ray>& rays) {
+  const uint32_t n = uint32_t(origins.rows);
+  rays.resize(n);
+  std::atomic<bool> bad{false};
+  scheduler.forEach(0, n, 4096, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t r = begin; r < end; ++r) {
+      const Vec3 o = origins.row(r), d = directions.row(r);
+      if (!describeInvalidRay(o, d, lengths.at(r)).empty()) {
+        bad.store(true, std::memory_order_relaxed);
+        return;
+      }
+      rays[r] = makeRay(o, d, lengths.at(r));
+    }
+  });
+  if (!bad.load(std::memory_order_relaxed)) return;
+  for (uint32_t r = 0; r < n; ++r)
+    if (std::string why = describeInvalidRay(origins.row(r), directions.row(r), lengths.at(r));
+        !why.empty())
       reject(ErrorCode::invalidRay, std::string(what) + ": ray " + std::to_string(r) + ": " + why);
-    rays[r] = makeRay(o, d, length);
-  }
 }
 
 bool validPoint(const Vec3& p) { return isFinite(p) && isWithinLimit(p); }
@@ -241,17 +254,23 @@ py::tuple PyBroadPhase::castRays(py::handle origins, py::handle directions, py::
   {
     py::gil_scoped_release release;
     // Per Python thread, reused: a steady loop of equal batches does not allocate.
-    thread_local std::vector<Ray> rays;
-    thread_local std::vector<RayHit> hits;
-    buildRays(o, d, len, "cast_rays", rays);
+    // (Named through references: a lambda that names a thread_local directly
+    // reads the worker's own, not this thread's.)
+    thread_local std::vector<Ray> threadRays;
+    thread_local std::vector<RayHit> threadHits;
+    std::vector<Ray>& rays = threadRays;
+    std::vector<RayHit>& hits = threadHits;
+    buildRays(world_.scheduler(), o, d, len, "cast_rays", rays);
     hits.resize(rays.size());
     std::shared_lock lock(mutex_);
     world_.castRays(rays, hits, kind, filter.filter());
-    for (size_t r = 0; r < hits.size(); ++r) {
-      hit[r] = hits[r].hit();
-      user[r] = hit[r] ? world_.userData(hits[r].proxy) : kNone;
-      t[r] = hit[r] ? hits[r].t : kInf;
-    }
+    world_.scheduler().forEach(0, uint32_t(hits.size()), 4096, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t r = begin; r < end; ++r) {
+        hit[r] = hits[r].hit();
+        user[r] = hit[r] ? world_.userData(hits[r].proxy) : kNone;
+        t[r] = hit[r] ? hits[r].t : kInf;
+      }
+    });
   }
   return py::make_tuple(hitOut, userOut, tOut);
 }
@@ -293,7 +312,7 @@ py::tuple PyBroadPhase::castRaysAll(py::handle origins, py::handle directions, p
   std::vector<Ray> rays;
   {
     py::gil_scoped_release release;
-    buildRays(o, d, len, "cast_rays_all", rays);
+    buildRays(world_.scheduler(), o, d, len, "cast_rays_all", rays);
   }
   const Filter f = filter.filter();
   return groupedQuery(rays.size(), [&](uint32_t r, std::vector<RayHit>& out) {
