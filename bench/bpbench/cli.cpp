@@ -14,7 +14,7 @@
 namespace bpbench {
 namespace {
 
-const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "bound", "list"};
+const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "bound", "pile", "list"};
 
 // Options each subcommand accepts (flags without a value are marked "!").
 const std::map<std::string, std::set<std::string>> kAllowed = {
@@ -30,6 +30,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"scene", "n", "frames", "threads", "backend", "seed", "repeat", "max-round-trip", "format",
       "plot", "!quiet", "!no-fork", "!wake-workers", "!serial-step"}},
     {"bound", {"n", "max-pairs", "threads", "backend", "format", "!quiet", "!no-fork"}},
+    {"pile", {"n", "frames", "threads", "backend", "seed", "format", "!quiet"}},
     {"list", {"format", "!quiet"}},
 };
 
@@ -109,7 +110,7 @@ void pickDefaultBackends(Options& o) {
   if (o.command == "pairs") order = {"bullet-dbvt", "bvh", "sweep", "auto"};
   if (o.command == "rays") order = {"embree", "bvh", "sweep", "auto"};
   if (o.command == "stress" || o.command == "scaling") order = {"auto", "sweep", "bvh"};
-  if (o.command == "bound") order = {"bvh", "sweep", "auto"};
+  if (o.command == "bound" || o.command == "pile") order = {"bvh", "sweep", "auto"};
   for (const std::string& name : order) {
     const BackendInfo* b = findBackend(name);
     if (b && builtAndCapable(*b, need)) {
@@ -151,14 +152,14 @@ void parseBackends(Options& o, const std::string& text) {
     o.backends.push_back(b);
   }
   if (o.backends.empty()) throw UsageError("--backend: no backend in '" + text + "'");
-  if (o.command == "bound")
+  if (o.command == "bound" || o.command == "pile")
     for (const BackendInfo* b : o.backends)
       if (std::string(b->name) != "bvh" && std::string(b->name) != "sweep" &&
           std::string(b->name) != "auto")
-        throw UsageError(
-            "--backend: bound runs BroadPhase structures only (bvh, sweep, auto), "
-            "got '" +
-            std::string(b->name) + "'");
+        throw UsageError("--backend: " + o.command +
+                         " runs BroadPhase structures only (bvh, sweep, auto), "
+                         "got '" +
+                         std::string(b->name) + "'");
   if (o.command == "stress" && o.backends.size() > 1)
     throw UsageError("--backend: stress runs one backend, got '" + text + "'");
 }
@@ -193,6 +194,10 @@ commands:
   bound    --n N[,N...] --max-pairs M [--threads T[,T...]] [--backend bvh,sweep,auto]
                                            N identical boxes, one update that must throw
                                            capacityExceeded: seconds to the error, peak MiB
+  pile     --n N[,N...] [--frames F] [--threads T] [--backend bvh,sweep,auto]
+                                           piles of 1000 boxes that must not pair with each
+                                           other: broadphase layers against category/mask
+                                           filters in the same run (ms, candidates, pairs)
   list                                     the backends and whether they are built
 
 common options:

@@ -28,6 +28,7 @@
 
 #include <broadphase/error.h>
 #include <broadphase/jobs/scheduler.h>
+#include <broadphase/layers.h>
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
@@ -80,6 +81,9 @@ struct ProxyDesc {
   MotionType motion = MotionType::dynamic;  ///< see MotionType
   Filter filter{};                          ///< see Filter
   uint64_t userData = 0;  ///< carried by its pairs (ProxyPair) and userData(index)
+  /// Broadphase layer, < kMaxLayers (layers.h): the structure never looks
+  /// for pairs between layers that the layer table keeps apart.
+  uint32_t layer = 0;
 };
 
 /// How a BroadPhase is built; fixed for its lifetime.
@@ -106,6 +110,11 @@ struct BroadPhaseConfig {
   /// maxPairs pairs succeeds. 0 = no bound (the default; the pair finding
   /// then does no counting at all).
   uint64_t maxPairs = 0;
+  /// Which broadphase layers collide (layers.h); the default lets every
+  /// layer collide with every layer. setLayerTable() replaces it later. A
+  /// table that is not symmetric is rejected with invalidArgument; fallback:
+  /// the default table.
+  LayerTable layers{};
 };
 
 /// A pair as the narrowphase receives it: indices a < b of the two proxies
@@ -176,6 +185,20 @@ class BroadPhase {
   /// staleHandle, or invalidArgument for an unknown motion type; fallback:
   /// no effect.
   void setMotionType(ProxyId id, MotionType motion);
+  /// Moves the proxy to another broadphase layer (< kMaxLayers). As
+  /// setMotionType: it keeps its handle and index, the structure moves it at
+  /// the next update(), whose pairs follow the new layer (a pair that still
+  /// stands gets no event, one the layer table now rejects ends, one it now
+  /// allows begins). Rejects staleHandle, or invalidArgument for a layer out
+  /// of range; fallback: no effect.
+  void setLayer(ProxyId id, uint32_t layer);
+  /// Replaces the layer table (layers.h). Pairs follow it from the next
+  /// update(): pairs of layers it no longer lets collide end there, pairs it
+  /// now lets collide begin; queries do not look at layers. Rejects a table
+  /// that is not symmetric (invalidArgument); fallback: no effect.
+  void setLayerTable(const LayerTable& table);
+  /// The layer table in force (as given to the config or setLayerTable).
+  const LayerTable& layerTable() const { return config_.layers; }
 
   /// Whether `id` names a live proxy of this broadphase (never reports).
   bool contains(ProxyId id) const;
@@ -289,6 +312,11 @@ class BroadPhase {
   // --- Introspection. ---
   std::string validate() const;  ///< empty when every invariant holds
   size_t memoryBytes() const;    ///< heap bytes owned, structures included
+  /// The pairs the structure found in the last update(), before the
+  /// category/mask filters and motion rules: the candidates those filters
+  /// examined (pairs of layers that never collide are never among them).
+  /// 0 after the streaming update.
+  uint64_t lastStructurePairs() const;
   Structure structure() const { return config_.structure; }      ///< as configured
   Scheduler& scheduler() { return *scheduler_; }                 ///< the arena its tasks run in
   int threadCount() const { return scheduler_->threadCount(); }  ///< the arena's threads
@@ -338,6 +366,7 @@ class BroadPhase {
   struct Rules {
     Filter filter;
     MotionType motion;
+    uint8_t layer;  // < kMaxLayers
   };
   HandlePool pool_;
   std::vector<Aabb> boxes_;
