@@ -619,6 +619,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
             __builtin_prefetch(&kind_[ahead]);
             __builtin_prefetch(&layer_[ahead]);
             __builtin_prefetch(&static_[ahead]);
+            __builtin_prefetch(&proxyLayer_[ahead]);
           }
           const uint32_t i = dirtyList_[k];
           dirty_[i] = kDirtyNone;
