@@ -86,7 +86,7 @@ struct ProxyDesc {
   uint32_t layer = 0;
 };
 
-/// How a BroadPhase is built; fixed for its lifetime.
+/// How a BroadPhase is built; fixed for its lifetime, but for `layers` (setLayerTable()).
 struct BroadPhaseConfig {
   Structure structure = Structure::automatic;  ///< see Structure
   /// 0: every hardware thread. More than the hardware threads raises
