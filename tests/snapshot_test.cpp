@@ -461,7 +461,9 @@ TEST(Snapshot, InconsistentContentsAreRejected) {
       {"checksum", [&](Bytes& b) { b[200] ^= std::byte{1}; }, false},
       {"unknown structure", [&](Bytes& b) { b[24] = std::byte{3}; }},
       {"pairKinematicKinematic", [&](Bytes& b) { b[25] = std::byte{2}; }},
-      {"reserved", [&](Bytes& b) { b[60] = std::byte{1}; }},
+      {"without a double section", [&](Bytes& b) { b[60] = std::byte{1}; }},
+      {"doubleWorld is 2", [&](Bytes& b) { b[26] = std::byte{2}; }},
+      {"no room for the double section", [&](Bytes& b) { b[26] = std::byte{1}; }},
       {"free slots in a pool", [&](Bytes& b) { u32(b, 44, h.capacity + 1); }},
       {"add up", [&](Bytes& b) { u32(b, 40, h.capacity + 1); }},
       {"add up", [&](Bytes& b) { u64(b, 64, h.pairCount - 1); }},
@@ -612,6 +614,298 @@ TEST(Snapshot, HandlesOfTheSavedWorldStayValid) {
   // The lists of the last frame come back too.
   EXPECT_EQ(restored.lastPairs().pairs.size(), again.lastPairs().pairs.size());
   EXPECT_GT(restored.lastPairs().ended.size(), 0u);
+}
+
+// --- Double proxies and a shifted origin (docs/large_worlds.md). ---
+
+uint64_t bits(double d) { return std::bit_cast<uint64_t>(d); }
+
+const DVec3 kBase{1e9, -2e9, 5e8};  // the world's region, far from the zero of float
+
+// A run mixing double proxies (DAabbs around kBase, coordinates no float
+// holds) and float proxies, with origin shifts (the first puts the float
+// frame at kBase), moves single and batched, adds, removes and motion
+// changes of both kinds. Copyable like Driver.
+struct DoubleDriver {
+  SceneRng rng{19};
+  std::vector<ProxyId> doubles, floats;
+  Vec3 offset = Vec3::Zero();  // the shifts after the first
+  int frame = 0;
+
+  double uniform() { return double(rng.next() >> 11) * 0x1p-53; }
+  DAabb dbox() {
+    const DVec3 lo{kBase.x + 60 * uniform(), kBase.y + 60 * uniform(), kBase.z + 20 * uniform()};
+    return {lo, lo + DVec3{0.5 + 3 * uniform(), 0.5 + 3 * uniform(), 0.5 + 3 * uniform()}};
+  }
+  Aabb fbox() {
+    const Vec3 lo(60 * rng.uniform(), 60 * rng.uniform(), 20 * rng.uniform());
+    return {lo - offset, lo - offset + Vec3(1 + 2 * rng.uniform(), 1 + 2 * rng.uniform(), 2)};
+  }
+  MotionType motion() { return MotionType(rng.next() % 3); }
+  void addOne(BroadPhase& bp, bool isDouble, Transcript& t) {
+    const ProxyId id = isDouble
+                           ? bp.add({.box = dbox(), .motion = motion(), .userData = rng.next()})
+                           : bp.add({.box = fbox(), .motion = motion(), .userData = rng.next()});
+    t.insert(t.end(), {id.index, id.generation});
+    (isDouble ? doubles : floats).push_back(id);
+  }
+  void init(BroadPhase& bp) {
+    bp.shiftOrigin(Vec3(float(kBase.x), float(kBase.y), float(kBase.z)));
+    Transcript ignored;
+    for (int k = 0; k < 120; ++k) addOne(bp, k % 2 == 0, ignored);
+  }
+  void prepare(BroadPhase& bp, Transcript& t) {
+    ++frame;
+    if (frame % 4 == 1) {
+      const Vec3 delta(3.5f, -1.25f, 2.0f);
+      bp.shiftOrigin(delta);
+      offset += delta;
+    }
+    std::vector<ProxyId> ids;
+    std::vector<DAabb> boxes;
+    for (const ProxyId id : doubles) {
+      const uint64_t r = rng.next() % 4;
+      if (r == 0) bp.move(id, dbox());
+      if (r == 1) {
+        ids.push_back(id);
+        boxes.push_back(dbox());
+      }
+    }
+    bp.move(ids, boxes);
+    for (const ProxyId id : floats)
+      if (rng.next() % 3 == 0) bp.move(id, fbox());
+    for (int c = 0; c < 4; ++c) {
+      std::vector<ProxyId>& from = (rng.next() % 2) ? doubles : floats;
+      const size_t k = rng.next() % from.size();
+      bp.remove(from[k]);
+      from.erase(from.begin() + long(k));
+    }
+    for (int c = 0; c < 4; ++c) addOne(bp, c % 2 == 0, t);
+    // A double add moved before its update, a motion change then a move.
+    bp.move(doubles.back(), dbox());
+    const ProxyId m = doubles[rng.next() % doubles.size()];
+    bp.setMotionType(m, motion());
+    bp.move(m, dbox());
+    bp.setMotionType(floats[rng.next() % floats.size()], motion());
+  }
+  void query(const BroadPhase& bp, Transcript& t) const {
+    SceneRng q(5);
+    std::vector<DRayHit> all;
+    std::vector<DNeighbour> near;
+    for (int k = 0; k < 6; ++k) {
+      const DVec3 at{kBase.x - 5 + 10 * q.uniform(), kBase.y + 60 * q.uniform(),
+                     kBase.z + 20 * q.uniform()};
+      const DVec3 dir{1, 0.1 * q.uniform(), -0.05 * q.uniform()};
+      const DRayHit c = bp.castRay(at, dir, 80.0);
+      t.insert(t.end(), {c.proxy, bits(c.t)});
+      bp.castRayAll(at, dir, 80.0, all);
+      t.push_back(all.size());
+      for (const DRayHit& h : all) t.insert(t.end(), {h.proxy, bits(h.t)});
+      const DVec3 p{at.x + 30, at.y, at.z};
+      bp.nearest(p, 5, near);
+      for (const DNeighbour& nb : near) t.insert(t.end(), {nb.proxy, bits(nb.distanceSquared)});
+      std::vector<uint32_t> found;
+      bp.queryBox({p - DVec3{6, 6, 6}, p + DVec3{6, 6, 6}}, [&](uint32_t i) {
+        found.push_back(i);
+        return true;
+      });
+      std::sort(found.begin(), found.end());
+      t.push_back(found.size());
+      t.insert(t.end(), found.begin(), found.end());
+    }
+    // worldBox reads the pending DAabbs.
+    for (const ProxyId id : doubles) {
+      const DAabb w = bp.worldBox(id);
+      t.insert(t.end(), {bits(w.min.x), bits(w.min.y), bits(w.min.z), bits(w.max.x), bits(w.max.y),
+                         bits(w.max.z)});
+    }
+    const DVec3 o = bp.origin();
+    t.insert(t.end(), {bits(o.x), bits(o.y), bits(o.z)});
+  }
+  void finish(BroadPhase& bp, Transcript& t) const {
+    query(bp, t);
+    const FramePairs& f = bp.update();
+    for (std::span<const ProxyPair> list : {f.pairs, f.begun, f.ended}) {
+      t.push_back(list.size());
+      for (const ProxyPair& p : list) t.insert(t.end(), {p.a, p.b, p.userDataA, p.userDataB});
+    }
+    query(bp, t);
+  }
+};
+
+TEST(Snapshot, DoubleProxiesAndTheOriginAreRestored) {
+  for (Structure s : kStructures) {
+    SCOPED_TRACE(name(s));
+    test::ErrorCapture capture;
+    BroadPhase bp({.structure = s, .threads = 1});
+    DoubleDriver driver;
+    driver.init(bp);
+    std::vector<Transcript> want(kFrames + 1);
+    Bytes saved;
+    DoubleDriver atSave = driver;
+    for (int f = 1; f <= kFrames; ++f) {
+      Transcript ignored;
+      driver.prepare(bp, f == kSaveAt ? ignored : want[f]);
+      if (f == kSaveAt) {
+        bp.saveState(saved);
+        atSave = driver;
+      }
+      driver.finish(bp, want[f]);
+    }
+    ASSERT_EQ(capture.count(), 0u) << capture.errors()[0].message;
+    const snapshot::Header h = snapshot::readHeader(saved.data());
+    EXPECT_EQ(h.doubleWorld, 1);
+    EXPECT_GT(h.doubleCount, 50u);
+    EXPECT_GT(snapshot::load<uint64_t>(saved.data() + snapshot::layoutOf(h).doubles + 24), 0u)
+        << "no pending double box saved";
+    auto replay = [&](BroadPhase& target) {
+      target.loadState(saved);
+      ASSERT_EQ(capture.count(), 0u) << capture.errors()[0].message;
+      EXPECT_EQ(target.validate(), "");
+      Bytes again;
+      target.saveState(again);
+      EXPECT_TRUE(again == asSavedBy(saved, target.structure())) << "not a canonical round trip";
+      std::vector<Transcript> got(kFrames + 1);
+      DoubleDriver d = atSave;
+      d.finish(target, got[kSaveAt]);
+      for (int f = kSaveAt + 1; f <= kFrames; ++f) {
+        d.prepare(target, got[f]);
+        d.finish(target, got[f]);
+      }
+      EXPECT_TRUE(sameFrames(want, got, kSaveAt));
+      EXPECT_EQ(capture.count(), 0u);
+    };
+    {
+      SCOPED_TRACE("into the same object");
+      replay(bp);
+    }
+    for (Structure into : kStructures) {
+      SCOPED_TRACE(std::string("into a fresh ") + name(into));
+      BroadPhase fresh({.structure = into, .threads = 2});
+      replay(fresh);
+    }
+  }
+}
+
+// Loading a float-only snapshot clears the double state of the loading object.
+TEST(Snapshot, AFloatSnapshotClearsTheOriginAndDoubleProxies) {
+  const Bytes floatOnly = smallSnapshot();
+  EXPECT_EQ(snapshot::readHeader(floatOnly.data()).doubleWorld, 0);
+  BroadPhase bp({.structure = Structure::sweep, .threads = 1});
+  bp.shiftOrigin(Vec3(1e9f, 0, 0));
+  (void)bp.add(DProxyDesc{.box = {{1e9 + 0.1, 0, 0}, {1e9 + 1.3, 1, 1}}});
+  bp.loadState(floatOnly);
+  EXPECT_EQ(bp.validate(), "");
+  EXPECT_TRUE(bp.origin() == DVec3{});
+  Bytes again;
+  bp.saveState(again);
+  EXPECT_TRUE(again == asSavedBy(floatOnly, Structure::sweep));
+}
+
+// A small world with double proxies: in the structure with a move pending,
+// settled, a pending add; and float proxies; around a shifted origin.
+Bytes doubleSnapshot() {
+  BroadPhase bp({.structure = Structure::bvh, .threads = 1});
+  bp.shiftOrigin(Vec3(1e9f, 0, -3e8f));
+  std::vector<ProxyId> ids;
+  for (int k = 0; k < 6; ++k) {
+    const DVec3 lo{1e9 + 1.1 * k + 1e-6, 0.3 * k, -3e8 + 0.7};
+    ids.push_back(bp.add(DProxyDesc{.box = {lo, lo + DVec3{1.5, 1.5, 1.5}}, .userData = 10u + k}));
+  }
+  bp.add({.box = {Vec3(1, 0, 0), Vec3(2, 1, 1)}, .userData = 3});
+  bp.update();
+  bp.move(ids[1], DAabb{{1e9 + 4.05, 0, -3e8}, {1e9 + 5.5, 1, -3e8 + 1}});
+  bp.move(ids[4], DAabb{{1e9 + 0.05, 2, -3e8}, {1e9 + 0.5, 3, -3e8 + 1}});
+  (void)bp.add(DProxyDesc{.box = {{1e9 + 7.25, 0, -3e8}, {1e9 + 8.5, 1, -3e8 + 1}}});
+  bp.remove(ids[2]);
+  Bytes out;
+  bp.saveState(out);
+  return out;
+}
+
+TEST(Snapshot, CorruptDoubleSectionsAreRejected) {
+  const Bytes snap = doubleSnapshot();
+  const snapshot::Header h = snapshot::readHeader(snap.data());
+  ASSERT_EQ(h.doubleWorld, 1);
+  ASSERT_EQ(h.doubleCount, 6u);  // 5 of the first 6, the pending add
+  const uint64_t at = snapshot::layoutOf(h).doubles;
+  const uint64_t pendingCount = snapshot::load<uint64_t>(snap.data() + at + 24);
+  ASSERT_EQ(pendingCount, 2u);
+  const uint64_t doubles = at + 32, pending = doubles + 52 * h.doubleCount;
+  Target target;
+  {  // Loads as saved, and the flipped bytes and truncations of the double section fail.
+    BroadPhase ok({.structure = Structure::sweep, .threads = 1});
+    test::ErrorCapture capture;
+    ok.loadState(snap);
+    EXPECT_EQ(capture.count(), 0u);
+    EXPECT_EQ(ok.validate(), "");
+    for (uint64_t k = at; k < snap.size(); ++k) {
+      Bytes bad = snap;
+      bad[k] ^= std::byte{0x10};
+      target.expectRejected(bad);
+      target.expectRejected(Bytes(snap.begin(), snap.begin() + long(k)));
+    }
+  }
+  auto f64 = [](Bytes& b, uint64_t pos, double v) { snapshot::store(b.data() + pos, bits(v)); };
+  auto get64 = [&](uint64_t pos) {
+    return std::bit_cast<double>(snapshot::load<uint64_t>(snap.data() + pos));
+  };
+  auto u32 = [](Bytes& b, uint64_t pos, uint32_t v) {
+    snapshot::store<uint32_t>(b.data() + pos, v);
+  };
+  const uint32_t firstFree = snapshot::load<uint32_t>(snap.data() + snapshot::layoutOf(h).freeList);
+  struct Case {
+    const char* why;
+    std::function<void(Bytes&)> change;
+  };
+  const Case cases[] = {
+      {"not finite", [&](Bytes& b) { f64(b, at, std::numeric_limits<double>::infinity()); }},
+      {"not finite", [&](Bytes& b) { f64(b, at + 8, std::numeric_limits<double>::quiet_NaN()); }},
+      {"not a live proxy", [&](Bytes& b) { u32(b, doubles + 52, firstFree); }},
+      {"not a live proxy",
+       [&](Bytes& b) { std::memcpy(b.data() + doubles + 52, b.data() + doubles, 4); }},
+      {"not a live proxy", [&](Bytes& b) { u32(b, doubles, h.capacity); }},
+      {"double proxy 0", [&](Bytes& b) { f64(b, doubles + 4, get64(doubles + 4 + 24) + 1); }},
+      {"double proxy 0",
+       [&](Bytes& b) { f64(b, doubles + 4, std::numeric_limits<double>::quiet_NaN()); }},
+      {"the box queries see",
+       // The applied box of the proxy with a pending one listed (ids[1]).
+       [&](Bytes& b) { f64(b, doubles + 52 + 4 + 24, get64(doubles + 52 + 4 + 24) + 0.5); }},
+      {"its box is not its pending DAabb",
+       [&](Bytes& b) { f64(b, pending + 4 + 24, get64(pending + 4 + 24) + 0.5); }},
+      {"the same as its applied box",
+       [&](Bytes& b) {
+         const uint32_t i = snapshot::load<uint32_t>(snap.data() + pending);
+         for (uint64_t e = doubles; e < pending; e += 52)
+           if (snapshot::load<uint32_t>(snap.data() + e) == i)
+             std::memcpy(b.data() + pending + 4, b.data() + e + 4, 48);
+       }},
+      {"not a double proxy",
+       [&](Bytes& b) { std::memcpy(b.data() + pending + 52, b.data() + pending, 4); }},
+      {"not a double proxy", [&](Bytes& b) { u32(b, pending, firstFree); }},
+      {"exceeds",
+       [&](Bytes& b) { snapshot::store<uint64_t>(b.data() + at + 24, uint64_t(1) << 60); }},
+      {"add up", [&](Bytes& b) { snapshot::store<uint64_t>(b.data() + at + 24, 1); }},
+      {"doubleWorld is 3", [&](Bytes& b) { b[26] = std::byte{3}; }},
+      {"without a double section", [&](Bytes& b) { b[26] = std::byte{0}; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    Bytes bad = snap;
+    c.change(bad);
+    snapshot::seal(bad);
+    target.expectRejected(bad, c.why);
+  }
+  // A double section restating the defaults: no double proxy, origin zero.
+  BroadPhase shifted({.structure = Structure::sweep, .threads = 1});
+  shifted.shiftOrigin(Vec3(2, 0, 0));
+  Bytes bad;
+  shifted.saveState(bad);
+  ASSERT_EQ(snapshot::readHeader(bad.data()).doubleWorld, 1);
+  const uint64_t origin = snapshot::layoutOf(snapshot::readHeader(bad.data())).doubles;
+  f64(bad, origin, 0.0);
+  snapshot::seal(bad);
+  target.expectRejected(bad, "no double proxy and a zero origin");
 }
 
 #if BP_TEST_EXCEPTIONS

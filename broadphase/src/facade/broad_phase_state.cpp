@@ -14,6 +14,7 @@
 
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
+#include "facade/double_world.h"
 #include "facade/state_codec.h"
 
 #include <algorithm>
@@ -26,6 +27,8 @@ namespace bp {
 namespace {
 
 bool sameBits(const Aabb& a, const Aabb& b) { return std::memcmp(&a, &b, sizeof(Aabb)) == 0; }
+bool sameBits(const DAabb& a, const DAabb& b) { return std::memcmp(&a, &b, sizeof(DAabb)) == 0; }
+bool sameBits(const DVec3& a, const DVec3& b) { return std::memcmp(&a, &b, sizeof(DVec3)) == 0; }
 
 bool isDefault(const Filter& f) {
   return f.category == Filter{}.category && f.mask == Filter{}.mask;
@@ -47,12 +50,17 @@ struct BroadPhase::StateCodec {
     std::vector<Filter> filters;
     std::vector<uint32_t> renewedList;
     std::vector<ProxyPair> pairs, begun, ended;
+    // The double section (empty vectors without it).
+    DVec3 origin;
+    std::vector<uint8_t> isDouble;
+    std::vector<DAabb> pendingDouble, appliedDouble;
   };
 
   static void save(const BroadPhase& b, std::vector<std::byte>& out);
   // False, after reporting invalidState, when the bytes are not a snapshot
   // this library wrote (or could have written).
   static bool decode(std::span<const std::byte> bytes, Decoded& d);
+  static bool decodeDouble(snapshot::Reader& r, uint64_t pendingCount, Decoded& d);
   static void commit(BroadPhase& b, Decoded& d);
 };
 
@@ -133,7 +141,25 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
   h.begunCount = begun.size();
   h.endedCount = b.ended_.size();
 
-  const Layout l = layoutOf(h);
+  // The double section: the applied DAabb of every double proxy (a pending
+  // add outside the structure has none that anything reads: its pending one
+  // stands in, so the encoding stays canonical), and the pending DAabbs that
+  // differ from it.
+  const DoubleWorld* dw = b.dworld_.get();
+  std::vector<uint32_t> doubles, pendingDoubles;
+  if (dw != nullptr)
+    for (uint32_t i : live) {
+      if (!dw->has(i)) continue;
+      doubles.push_back(i);
+      const uint8_t s = b.state_[i];
+      const bool inStructure = !(s & BroadPhase::kPendingAdd) || (s & BroadPhase::kRehome);
+      if (inStructure && !sameBits(dw->pending[i], dw->applied[i])) pendingDoubles.push_back(i);
+    }
+  const DVec3 origin = b.origin();
+  h.doubleWorld = (!doubles.empty() || !sameBits(origin, DVec3{})) ? 1 : 0;
+  h.doubleCount = uint32_t(doubles.size());
+
+  const Layout l = layoutOf(h, pendingDoubles.size());
   h.totalBytes = l.end;
   out.clear();
   out.resize(l.end);
@@ -165,6 +191,20 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
     w.u64(p.userDataA);
     w.u64(p.userDataB);
   }
+  if (h.doubleWorld != 0) {
+    w.dvec(origin);
+    w.u64(pendingDoubles.size());
+    for (uint32_t i : doubles) {
+      const uint8_t s = b.state_[i];
+      const bool inStructure = !(s & BroadPhase::kPendingAdd) || (s & BroadPhase::kRehome);
+      w.u32(i);
+      w.dbox(inStructure ? dw->applied[i] : dw->pending[i]);
+    }
+    for (uint32_t i : pendingDoubles) {
+      w.u32(i);
+      w.dbox(dw->pending[i]);
+    }
+  }
   writeHeader(h, out.data());
   seal(out);
 }
@@ -193,17 +233,31 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
     return fail("unknown structure " + str(h.structure));
   if (h.pairKinematicKinematic > 1)
     return fail("pairKinematicKinematic is " + str(h.pairKinematicKinematic) + ", not 0 or 1");
-  if (h.reserved0 != 0 || h.reserved1 != 0) return fail("reserved header fields are not 0");
+  if (h.doubleWorld > 1) return fail("doubleWorld is " + str(h.doubleWorld) + ", not 0 or 1");
+  if (h.doubleWorld == 0 && h.doubleCount != 0)
+    return fail(str(h.doubleCount) + " double proxies without a double section");
   if (h.freeCount > h.capacity)
     return fail(str(h.freeCount) + " free slots in a pool of " + str(h.capacity));
   // Each count is at most the size, so the layout's sums cannot overflow.
   for (uint64_t count :
        {uint64_t(h.filterCount), uint64_t(h.structureBoxCount), uint64_t(h.renewedCount),
-        h.pairCount, h.overrideCount, h.begunCount, h.endedCount})
+        uint64_t(h.doubleCount), h.pairCount, h.overrideCount, h.begunCount, h.endedCount})
     if (count > size)
       return fail("a section count (" + str(count) + ") exceeds the snapshot's " + str(size) +
                   " bytes");
-  const Layout l = layoutOf(h);
+  // The double section's pendingCount, read where the header's counts put it.
+  uint64_t pendingDoubles = 0;
+  if (h.doubleWorld != 0) {
+    const uint64_t at = layoutOf(h).doubles + 24;
+    if (at + 8 > size)
+      return fail("the header's counts leave no room for the double section in " + str(size) +
+                  " bytes");
+    pendingDoubles = load<uint64_t>(bytes.data() + at);
+    if (pendingDoubles > size)
+      return fail("a section count (" + str(pendingDoubles) + ") exceeds the snapshot's " +
+                  str(size) + " bytes");
+  }
+  const Layout l = layoutOf(h, pendingDoubles);
   if (l.end != size)
     return fail("the header's counts add up to " + str(l.end) + " bytes, not " + str(size));
 
@@ -335,6 +389,67 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
                   str(cap) + " in ascending order");
     d.ended[k] = p;
   }
+  return h.doubleWorld == 0 || decodeDouble(r, pendingDoubles, d);
+}
+
+// The double section: every double proxy live and listed once, its DAabbs
+// valid, and its float boxes (its own and the one queries see) the outward
+// rounding of its pending and applied DAabb around the origin, as the
+// double path keeps them.
+bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingCount, Decoded& d) {
+  using namespace snapshot;
+  auto fail = [](const std::string& why) {
+    reportError(ErrorCode::invalidState, "loadState: " + why);
+    return false;
+  };
+  const uint32_t cap = d.header.capacity, count = d.header.doubleCount;
+  d.origin = r.dvec();
+  (void)r.u64();  // pendingCount, read by decode()
+  if (!isFinite(d.origin))
+    return fail("the origin " + toString(DAabb{d.origin, d.origin}) + " is not finite");
+  if (count == 0 && sameBits(d.origin, DVec3{}))
+    return fail("a double section with no double proxy and a zero origin");
+  d.isDouble.assign(cap, 0);
+  d.appliedDouble.assign(cap, DAabb{});
+  d.pendingDouble.assign(cap, DAabb{});
+  for (uint32_t k = 0, last = 0; k < count; ++k) {
+    const uint32_t i = r.u32();
+    const DAabb box = r.dbox();
+    if (i >= cap || !d.live[i] || (k > 0 && i <= last))
+      return fail("double proxy entry " + str(k) + " (" + str(i) +
+                  ") is not a live proxy in ascending order");
+    last = i;
+    if (!isValid(box)) return fail("double proxy " + str(i) + ": " + describeInvalid(box));
+    d.isDouble[i] = 1;
+    d.appliedDouble[i] = d.pendingDouble[i] = box;
+  }
+  for (uint64_t k = 0, last = 0; k < pendingCount; ++k) {
+    const uint32_t i = r.u32();
+    const DAabb box = r.dbox();
+    if (i >= cap || !d.isDouble[i] || (k > 0 && i <= last))
+      return fail("pending double box entry " + str(k) + " (" + str(i) +
+                  ") is not a double proxy in ascending order");
+    last = i;
+    const std::string at = "double proxy " + str(i) + ": pending box: ";
+    if (!isValid(box)) return fail(at + describeInvalid(box));
+    const uint8_t f = d.flags[i];
+    if ((f & kFlagPendingAdd) && !(f & kFlagRehome))
+      return fail(at + "listed for a proxy not in the structure");
+    if (sameBits(box, d.appliedDouble[i])) return fail(at + "the same as its applied box");
+    d.pendingDouble[i] = box;
+  }
+  for (uint32_t i = 0; i < cap; ++i) {
+    if (!d.isDouble[i]) continue;
+    const std::string at = "double proxy " + str(i) + ": ";
+    if (!sameBits(d.boxes[i], roundOutward(d.pendingDouble[i], d.origin)))
+      return fail(at + "its box is not its pending DAabb rounded outward around the origin");
+    const uint8_t f = d.flags[i];
+    const bool inStructure = !(f & kFlagPendingAdd) || (f & kFlagRehome);
+    const Aabb& seen = (f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i];
+    if (inStructure && !sameBits(seen, roundOutward(d.appliedDouble[i], d.origin)))
+      return fail(at +
+                  "the box queries see is not its applied DAabb rounded outward around the origin");
+  }
   return true;
 }
 
@@ -375,12 +490,23 @@ void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
     }
   }
   structure->update(*b.scheduler_);  // queries answer at once, as after shiftOrigin
+  std::unique_ptr<DoubleWorld> dworld;
+  if (d.header.doubleWorld != 0) {
+    dworld = std::make_unique<DoubleWorld>();
+    dworld->origin = d.origin;
+    dworld->pending = std::move(d.pendingDouble);
+    dworld->applied = std::move(d.appliedDouble);
+    dworld->isDouble = std::move(d.isDouble);
+    dworld->count = d.header.doubleCount;
+    special += dworld->count;  // their pairs are decided in double (markDouble)
+  }
 
   // (restore() allocates before it changes the pool; the rest only moves.)
   b.pool_.restore(std::move(d.generations), std::move(d.freeList), d.header.salt);
   b.config_.maxPairs = d.header.maxPairs;
   b.config_.pairKinematicKinematic = d.header.pairKinematicKinematic != 0;
   b.structure_ = std::move(structure);
+  b.dworld_ = std::move(dworld);
   b.boxes_ = std::move(d.boxes);
   b.userData_ = std::move(d.userData);
   b.rules_ = std::move(rules);

@@ -11,7 +11,7 @@ void writeHeader(const Header& h, std::byte* out) {
   w.u64(h.checksum);
   w.u8(h.structure);
   w.u8(h.pairKinematicKinematic);
-  w.u16(h.reserved0);
+  w.u16(h.doubleWorld);
   w.u32(h.salt);
   w.u64(h.maxPairs);
   w.u32(h.capacity);
@@ -19,7 +19,7 @@ void writeHeader(const Header& h, std::byte* out) {
   w.u32(h.filterCount);
   w.u32(h.structureBoxCount);
   w.u32(h.renewedCount);
-  w.u32(h.reserved1);
+  w.u32(h.doubleCount);
   w.u64(h.pairCount);
   w.u64(h.overrideCount);
   w.u64(h.begunCount);
@@ -35,7 +35,7 @@ Header readHeader(const std::byte* in) {
   h.checksum = r.u64();
   h.structure = r.u8();
   h.pairKinematicKinematic = r.u8();
-  h.reserved0 = r.u16();
+  h.doubleWorld = r.u16();
   h.salt = r.u32();
   h.maxPairs = r.u64();
   h.capacity = r.u32();
@@ -43,7 +43,7 @@ Header readHeader(const std::byte* in) {
   h.filterCount = r.u32();
   h.structureBoxCount = r.u32();
   h.renewedCount = r.u32();
-  h.reserved1 = r.u32();
+  h.doubleCount = r.u32();
   h.pairCount = r.u64();
   h.overrideCount = r.u64();
   h.begunCount = r.u64();

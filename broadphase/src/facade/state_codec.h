@@ -25,13 +25,29 @@
 //   ended            endedCount x (2 u32, 2 u64)
 //                                          (a, b, userDataA, userDataB), ascending keys
 //
+// and, only when the header's doubleWorld is 1 (the origin is not zero or
+// there are double proxies; docs/large_worlds.md), the double section:
+//
+//   origin           3 f64                 BroadPhase::origin()
+//   pendingCount     u64
+//   doubles          doubleCount x (u32, 6 f64)
+//                                          (index, applied DAabb) of every live double
+//                                          proxy, ascending; a pending add not in the
+//                                          structure lists its pending DAabb here
+//   pending          pendingCount x (u32, 6 f64)
+//                                          (index, pending DAabb) of the double proxies
+//                                          whose pending DAabb is not the applied one,
+//                                          ascending
+//
 // The encoding is canonical: one state has one snapshot, and loadState
 // rejects any other spelling (a default filter flagged as special, a
 // structure box equal to the box, an override equal to the data it
-// overrides, lists out of order).
+// overrides, lists out of order, a double section with nothing in it, a
+// pending DAabb equal to the applied one).
 #pragma once
 
 #include <broadphase/math/aabb.h>
+#include <broadphase/math/daabb.h>
 
 #include <bit>
 #include <cstddef>
@@ -56,7 +72,7 @@ struct Header {
   uint64_t checksum = 0;               // 16: checksum() of bytes [kChecksummedFrom, totalBytes)
   uint8_t structure = 0;               // 24: the saver's Structure (informational)
   uint8_t pairKinematicKinematic = 0;  // 25: 0 or 1
-  uint16_t reserved0 = 0;              // 26: 0
+  uint16_t doubleWorld = 0;            // 26: 0 or 1, the double section follows the ended pairs
   uint32_t salt = 0;                   // 28: HandlePool::salt()
   uint64_t maxPairs = 0;               // 32
   uint32_t capacity = 0;               // 40: slots (HandlePool::capacity())
@@ -64,7 +80,7 @@ struct Header {
   uint32_t filterCount = 0;            // 48
   uint32_t structureBoxCount = 0;      // 52
   uint32_t renewedCount = 0;           // 56
-  uint32_t reserved1 = 0;              // 60: 0
+  uint32_t doubleCount = 0;            // 60: live double proxies (0 without the double section)
   uint64_t pairCount = 0;              // 64
   uint64_t overrideCount = 0;          // 72
   uint64_t begunCount = 0;             // 80
@@ -87,15 +103,18 @@ inline constexpr size_t kBoxBytes = 24;
 inline constexpr size_t kPairBytes = 8;
 inline constexpr size_t kOverrideBytes = 16;
 inline constexpr size_t kEndedBytes = 24;
+inline constexpr size_t kDoubleHeadBytes = 32;  // origin and pendingCount
+inline constexpr size_t kDoubleBoxBytes = 52;   // index and DAabb
 
-// Where each section starts, from the header's counts; `end` is the
-// snapshot's size. Computed in 64 bits from counts already checked against
-// the size of the bytes (so nothing overflows).
+// Where each section starts, from the header's counts and the double
+// section's pendingCount; `end` is the snapshot's size (without the double
+// section, `doubles` is `end`). Computed in 64 bits from counts already
+// checked against the size of the bytes (so nothing overflows).
 struct Layout {
   uint64_t generations, freeList, boxes, userData, flags, filters, structureBoxes, renewed, pairs,
-      overrides, begun, ended, end;
+      overrides, begun, ended, doubles, end;
 };
-inline Layout layoutOf(const Header& h) {
+inline Layout layoutOf(const Header& h, uint64_t pendingCount = 0) {
   const uint64_t live = uint64_t(h.capacity) - h.freeCount;
   Layout l{};
   l.generations = kHeaderBytes;
@@ -110,7 +129,10 @@ inline Layout layoutOf(const Header& h) {
   l.overrides = l.pairs + kPairBytes * h.pairCount;
   l.begun = l.overrides + kOverrideBytes * h.overrideCount;
   l.ended = l.begun + 8 * h.begunCount;
-  l.end = l.ended + kEndedBytes * h.endedCount;
+  l.doubles = l.ended + kEndedBytes * h.endedCount;
+  l.end = l.doubles;
+  if (h.doubleWorld != 0)
+    l.end += kDoubleHeadBytes + kDoubleBoxBytes * (uint64_t(h.doubleCount) + pendingCount);
   return l;
 }
 
@@ -144,9 +166,17 @@ struct Writer {
   void u32(uint32_t v) { put(v); }
   void u64(uint64_t v) { put(v); }
   void f32(float v) { put(std::bit_cast<uint32_t>(v)); }
+  void f64(double v) { put(std::bit_cast<uint64_t>(v)); }
   void box(const Aabb& b) {
     for (int a = 0; a < 3; ++a) f32(b.min[a]);
     for (int a = 0; a < 3; ++a) f32(b.max[a]);
+  }
+  void dvec(const DVec3& v) {
+    for (int a = 0; a < 3; ++a) f64(v[a]);
+  }
+  void dbox(const DAabb& b) {
+    dvec(b.min);
+    dvec(b.max);
   }
 
  private:
@@ -166,6 +196,18 @@ struct Reader {
   uint32_t u32() { return get<uint32_t>(); }
   uint64_t u64() { return get<uint64_t>(); }
   float f32() { return std::bit_cast<float>(get<uint32_t>()); }
+  double f64() { return std::bit_cast<double>(get<uint64_t>()); }
+  DVec3 dvec() {
+    DVec3 v;
+    for (int a = 0; a < 3; ++a) v[a] = f64();
+    return v;
+  }
+  DAabb dbox() {
+    DAabb b;
+    b.min = dvec();
+    b.max = dvec();
+    return b;
+  }
   Aabb box() {
     Aabb b;
     for (int a = 0; a < 3; ++a) b.min[a] = f32();
