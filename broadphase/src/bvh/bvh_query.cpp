@@ -334,8 +334,7 @@ void Bvh::castBox(const Vec3& halfExtent, const Ray& ray, RayCallback callback) 
   w.grown = true;
   w.callback = &callback;
   BvhStack<RayEntry> stack;
-  w.walk(dynamic_, stack);
-  w.walk(static_, stack);
+  for (const BvhTree& tree : trees_) w.walk(tree, stack);
 }
 
 }  // namespace bp
