@@ -12,7 +12,7 @@ packages=(
   graphviz                                                # docs/architecture.svg (scripts/diagrams.sh)
   libopenmpi-dev openmpi-bin                              # broadphase::mpi, its tests and bench
   pybind11-dev python3-dev python3-pybind11 python3-numpy python3-pytest  # Python module, its tests
-  python3-scipy python3-rtree python3-open3d              # peers for python/bench/bench_python.py
+  python3-scipy python3-rtree                             # peers for python/bench/bench_python.py
 )
 
 missing=()
