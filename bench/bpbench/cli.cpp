@@ -14,7 +14,8 @@
 namespace bpbench {
 namespace {
 
-const char* const kCommands[] = {"pairs", "rays", "stress", "scaling", "bound", "rollback", "list"};
+const char* const kCommands[] = {"pairs", "rays",     "stress", "scaling",
+                                 "bound", "rollback", "pile",   "list"};
 
 // Options each subcommand accepts (flags without a value are marked "!").
 const std::map<std::string, std::set<std::string>> kAllowed = {
@@ -33,6 +34,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"rollback",
      {"scene", "n", "frames", "threads", "backend", "seed", "churn", "!check", "format", "!quiet",
       "!no-fork"}},
+    {"pile", {"n", "frames", "threads", "backend", "seed", "format", "!quiet"}},
     {"list", {"format", "!quiet"}},
 };
 
@@ -112,7 +114,8 @@ void pickDefaultBackends(Options& o) {
   if (o.command == "pairs") order = {"bullet-dbvt", "bvh", "sweep", "auto"};
   if (o.command == "rays") order = {"embree", "bvh", "sweep", "auto"};
   if (o.command == "stress" || o.command == "scaling") order = {"auto", "sweep", "bvh"};
-  if (o.command == "bound" || o.command == "rollback") order = {"bvh", "sweep", "auto"};
+  if (o.command == "bound" || o.command == "rollback" || o.command == "pile")
+    order = {"bvh", "sweep", "auto"};
   for (const std::string& name : order) {
     const BackendInfo* b = findBackend(name);
     if (b && builtAndCapable(*b, need)) {
@@ -154,7 +157,7 @@ void parseBackends(Options& o, const std::string& text) {
     o.backends.push_back(b);
   }
   if (o.backends.empty()) throw UsageError("--backend: no backend in '" + text + "'");
-  if (o.command == "bound" || o.command == "rollback")
+  if (o.command == "bound" || o.command == "rollback" || o.command == "pile")
     for (const BackendInfo* b : o.backends)
       if (std::string(b->name) != "bvh" && std::string(b->name) != "sweep" &&
           std::string(b->name) != "auto")
@@ -201,6 +204,10 @@ commands:
            [--churn PCT] [--check]         saveState at frame F/2, run on, loadState, re-run:
                                            every re-run frame identical? save/load ms, bytes
                                            per proxy against memoryBytes()
+  pile     --n N[,N...] [--frames F] [--threads T] [--backend bvh,sweep,auto]
+                                           piles of 1000 boxes that must not pair with each
+                                           other: broadphase layers against category/mask
+                                           filters in the same run (ms, candidates, pairs)
   list                                     the backends and whether they are built
 
 common options:

@@ -10,6 +10,7 @@ int commandRays(const Options& options);     // rays.cpp
 int commandStress(const Options& options);   // stress.cpp
 int commandScaling(const Options& options);  // scaling.cpp
 int commandBound(const Options& options);    // bound.cpp
+int commandPile(const Options& options);     // pile.cpp
 int commandList(const Options& options);     // main.cpp
 
 // rollback.cpp

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
     if (options.command == "scaling") return commandScaling(options);
     if (options.command == "bound") return commandBound(options);
     if (options.command == "rollback") return commandRollback(options);
+    if (options.command == "pile") return commandPile(options);
     if (options.command == "list") return commandList(options);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "bpbench: error: %s\n", e.what());

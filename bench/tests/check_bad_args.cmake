@@ -14,7 +14,8 @@ function(expect_usage_error pattern)
   endif()
 endfunction()
 
-expect_usage_error("unknown command 'frobnicate'.*valid: pairs, rays, stress, scaling, bound, rollback, list" frobnicate)
+expect_usage_error("unknown command 'frobnicate'.*valid: pairs, rays, stress, scaling, bound, rollback, pile, list" frobnicate)
+expect_usage_error("pile runs BroadPhase structures only" pile --backend brute)
 expect_usage_error("missing command" )
 expect_usage_error("unknown scene 'cubes'.*valid: uniform, clustered, sizes, static, plane"
                    pairs --scene cubes)

@@ -152,6 +152,12 @@ void DistributedBroadPhase::add(uint64_t id, const ProxyDesc& desc,
     fail(ErrorCode::invalidBox, "add: " + idText(id) + ": " + describeInvalid(desc.box));
   if (desc.motion > MotionType::dynamic)
     fail(ErrorCode::invalidArgument, "add: " + idText(id) + ": unknown motion type");
+  // Migration and ghosts carry box, filter, motion and user data; a layer
+  // would be lost on the first rank change, so only layer 0 is accepted.
+  if (desc.layer != 0)
+    fail(ErrorCode::invalidArgument, "add: " + idText(id) + ": layer " +
+                                         std::to_string(desc.layer) +
+                                         " (DistributedBroadPhase keeps every proxy in layer 0)");
   if (!payload.empty() && payload.size() != config_.payloadBytes)
     fail(ErrorCode::invalidArgument, "add: " + idText(id) + ": payload of " +
                                          std::to_string(payload.size()) + " bytes, expected " +

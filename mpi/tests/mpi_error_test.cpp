@@ -85,6 +85,9 @@ TEST(Errors, LocalCallsRejectBadInputAndChangeNothing) {
             ErrorCode::invalidArgument);
   EXPECT_EQ(thrown([&] { f.world.add(1000, {.box = cube(0, 0, 0)}, three); }),
             ErrorCode::invalidArgument);
+  // Layers do not travel between ranks: a proxy must stay in layer 0.
+  EXPECT_EQ(thrown([&] { f.world.add(1000, {.box = cube(0, 0, 0), .layer = 1}); }),
+            ErrorCode::invalidArgument);
   // An id this rank holds (owned or ghost) is rejected at once.
   for (uint64_t id = 0; id < 40; ++id) {
     if (!f.world.holds(id)) continue;

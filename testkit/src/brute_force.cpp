@@ -23,6 +23,15 @@ std::vector<Pair> findPairs(std::span<const Aabb> boxes, std::span<const uint8_t
   return pairs;  // generated in (i, j) order: already sorted
 }
 
+std::vector<Pair> findLayerPairs(std::span<const Aabb> boxes, std::span<const uint8_t> isStatic,
+                                 std::span<const uint8_t> live, std::span<const uint8_t> layers,
+                                 const LayerTable& table) {
+  std::vector<Pair> pairs;
+  for (const Pair& p : findPairs(boxes, isStatic, live))
+    if (table.collides(layers[p.a], layers[p.b])) pairs.push_back(p);
+  return pairs;
+}
+
 RayHit castRayClosest(std::span<const Aabb> boxes, const Ray& ray, std::span<const uint8_t> live) {
   RayHit best;
   for (uint32_t i = 0; i < boxes.size(); ++i) {

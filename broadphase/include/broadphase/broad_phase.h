@@ -29,6 +29,7 @@
 #include <broadphase/double_query.h>
 #include <broadphase/error.h>
 #include <broadphase/jobs/scheduler.h>
+#include <broadphase/layers.h>
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/daabb.h>
 #include <broadphase/math/dray.h>
@@ -84,6 +85,9 @@ struct ProxyDesc {
   MotionType motion = MotionType::dynamic;  ///< see MotionType
   Filter filter{};                          ///< see Filter
   uint64_t userData = 0;  ///< carried by its pairs (ProxyPair) and userData(index)
+  /// Broadphase layer, < kMaxLayers (layers.h): the structure never looks
+  /// for pairs between layers that the layer table keeps apart.
+  uint32_t layer = 0;
 };
 
 /// What the double-precision add() takes: a ProxyDesc whose box is a DAabb
@@ -93,9 +97,10 @@ struct DProxyDesc {
   MotionType motion = MotionType::dynamic;  ///< see MotionType
   Filter filter{};                          ///< see Filter
   uint64_t userData = 0;                    ///< as ProxyDesc::userData
+  uint32_t layer = 0;                       ///< as ProxyDesc::layer
 };
 
-/// How a BroadPhase is built; fixed for its lifetime.
+/// How a BroadPhase is built; fixed for its lifetime, but for `layers` (setLayerTable()).
 struct BroadPhaseConfig {
   Structure structure = Structure::automatic;  ///< see Structure
   /// 0: every hardware thread. More than the hardware threads raises
@@ -119,6 +124,11 @@ struct BroadPhaseConfig {
   /// maxPairs pairs succeeds. 0 = no bound (the default; the pair finding
   /// then does no counting at all).
   uint64_t maxPairs = 0;
+  /// Which broadphase layers collide (layers.h); the default lets every
+  /// layer collide with every layer. setLayerTable() replaces it later. A
+  /// table that is not symmetric is rejected with invalidArgument; fallback:
+  /// the default table.
+  LayerTable layers{};
 };
 
 /// A pair as the narrowphase receives it: indices a < b of the two proxies
@@ -189,6 +199,20 @@ class BroadPhase {
   /// staleHandle, or invalidArgument for an unknown motion type; fallback:
   /// no effect.
   void setMotionType(ProxyId id, MotionType motion);
+  /// Moves the proxy to another broadphase layer (< kMaxLayers). As
+  /// setMotionType: it keeps its handle and index, the structure moves it at
+  /// the next update(), whose pairs follow the new layer (a pair that still
+  /// stands gets no event, one the layer table now rejects ends, one it now
+  /// allows begins). Rejects staleHandle, or invalidArgument for a layer out
+  /// of range; fallback: no effect.
+  void setLayer(ProxyId id, uint32_t layer);
+  /// Replaces the layer table (layers.h). Pairs follow it from the next
+  /// update(): pairs of layers it no longer lets collide end there, pairs it
+  /// now lets collide begin; queries do not look at layers. Rejects a table
+  /// that is not symmetric (invalidArgument); fallback: no effect.
+  void setLayerTable(const LayerTable& table);
+  /// The layer table in force (as given to the config or setLayerTable).
+  const LayerTable& layerTable() const { return config_.layers; }
 
   /// Whether `id` names a live proxy of this broadphase (never reports).
   bool contains(ProxyId id) const;
@@ -375,6 +399,11 @@ class BroadPhase {
   // --- Introspection. ---
   std::string validate() const;  ///< empty when every invariant holds
   size_t memoryBytes() const;    ///< heap bytes owned, structures included
+  /// The pairs the structure found in the last update(), before the
+  /// category/mask filters and motion rules: the candidates those filters
+  /// examined (pairs of layers that never collide are never among them).
+  /// 0 after the streaming update.
+  uint64_t lastStructurePairs() const;
   Structure structure() const { return config_.structure; }      ///< as configured
   Scheduler& scheduler() { return *scheduler_; }                 ///< the arena its tasks run in
   int threadCount() const { return scheduler_->threadCount(); }  ///< the arena's threads
@@ -382,7 +411,7 @@ class BroadPhase {
  private:
   struct Side;         // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
   struct DoubleWorld;  // facade/double_world.h: origin() and the double proxies' boxes
-  struct StateCodec;  // saveState and loadState (broad_phase_state.cpp)
+  struct StateCodec;   // saveState and loadState (broad_phase_state.cpp)
   // kRehome: a pending add of a proxy whose old slot is still in the
   // structure (queued in pendingRemoves_), after a change between static and
   // moving. Queries still find it there until the update.
@@ -441,6 +470,7 @@ class BroadPhase {
   struct Rules {
     Filter filter;
     MotionType motion;
+    uint8_t layer;  // < kMaxLayers
   };
   HandlePool pool_;
   std::vector<Aabb> boxes_;

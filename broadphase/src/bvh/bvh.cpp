@@ -58,7 +58,7 @@ void Bvh::reportDeadIndex(uint32_t index, const char* operation) const {
                                           std::to_string(index) + " is not live");
 }
 
-ProxyId Bvh::add(const Aabb& box, bool isStatic) {
+ProxyId Bvh::add(const Aabb& box, bool isStatic, uint32_t layer) {
   if (!isValid(box)) {
     reportError(ErrorCode::invalidBox, "Bvh::add: " + describeInvalid(box));
     return ProxyId{};
@@ -77,6 +77,7 @@ ProxyId Bvh::add(const Aabb& box, bool isStatic) {
     leafRef_.resize(i + 1);
     movedPos_.resize(i + 1);
     isStatic_.resize(i + 1);
+    group_.resize(i + 1);
   }
   exact_[i] = box;
   // Static proxies are not expected to move: no margin, so the static tree is
@@ -84,6 +85,9 @@ ProxyId Bvh::add(const Aabb& box, bool isStatic) {
   // that does move simply escapes its box every time.
   if (!tight_) fat_[i] = isStatic ? box : fatten(box, config_.margin);
   isStatic_[i] = isStatic ? 1 : 0;
+  group_[i] = uint8_t(2 * layer + (isStatic ? 1 : 0));
+  layeredProxies_ += layer != 0;
+  if (trees_.size() < 2 * size_t(layer) + 2) trees_.resize(2 * size_t(layer) + 2);
   movedPos_[i] = kNullIndex;
   BvhTree& tree = treeOf(i);
   leafRef_[i] = kPendingInsert | static_cast<uint32_t>(tree.pendingInserts.size());
@@ -114,6 +118,7 @@ void Bvh::remove(ProxyId id) {
   }
   movedPos_[i] = kNullIndex;
   leafRef_[i] = kNullIndex;
+  layeredProxies_ -= group_[i] >= 2;
   pool_.release(id);
   pending_ = true;
 }
@@ -190,12 +195,12 @@ void Bvh::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
   Aabb* exact = exact_.data();
   const uint32_t* leafRef = leafRef_.data();
   uint32_t* movedPos = movedPos_.data();
-  const uint8_t* isStatic = isStatic_.data();
+  const uint8_t* group = group_.data();
   for (size_t k = 0; k < ids.size(); ++k) {
     const uint32_t i = ids[k].index;
     exact[i] = boxes[k];
     if ((leafRef[i] & kPendingInsert) || movedPos[i] != kNullIndex) continue;
-    std::vector<uint32_t>& moved = isStatic[i] ? static_.moved : dynamic_.moved;
+    std::vector<uint32_t>& moved = trees_[group[i]].moved;
     movedPos[i] = static_cast<uint32_t>(moved.size());
     moved.push_back(i);
   }
@@ -244,7 +249,8 @@ size_t Bvh::memoryBytes() const {
   // The pool holds a generation (4), a live flag (1) and at most one free
   // entry (4) per slot.
   total += size_t(pool_.capacity()) * 9;
-  for (const BvhTree* t : {&dynamic_, &static_})
+  total += bytes(group_);
+  for (const BvhTree* t = trees_.data(); t != trees_.data() + trees_.size(); ++t)
     total += bytes(t->nodes) + bytes(t->freeNodes) + bytes(t->pendingInserts) + bytes(t->moved) +
              bytes(t->dirtyNodes) + bytes(t->wide) + bytes(t->wideSlot);
   for (int w = 0; w < pairBuffers_.size(); ++w) total += bytes(pairBuffers_[w]);

@@ -2,7 +2,10 @@
 //
 // Two trees, as in Box2D v3: moving proxies in `dynamic`, static proxies in
 // `static`. Static proxies are never paired with each other, and the static
-// tree is only refit or rebuilt when a static proxy changed.
+// tree is only refit or rebuilt when a static proxy changed. With broadphase
+// layers (layers.h) each layer has its own pair of trees (trees_[2L] and
+// trees_[2L + 1]), and findPairs walks two layers' trees against each other
+// only when the layer table lets them collide (bvh_layers.cpp).
 //
 // Each leaf stores a fat box: the exact box grown by BvhConfig::margin and,
 // optionally, stretched along the last displacement. A move whose exact box
@@ -31,6 +34,7 @@
 #include <broadphase/function_ref.h>
 #include <broadphase/jobs/per_worker.h>
 #include <broadphase/jobs/scheduler.h>
+#include <broadphase/layers.h>
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
@@ -82,8 +86,13 @@ class Bvh {
  public:
   explicit Bvh(const BvhConfig& config = {});
 
-  // Proxies.
-  ProxyId add(const Aabb& box, bool isStatic = false);
+  // Proxies. `layer` < kMaxLayers (precondition, as the facade checks it):
+  // the proxy's broadphase layer, fixed while it lives.
+  ProxyId add(const Aabb& box, bool isStatic = false, uint32_t layer = 0);
+  // Which layers' trees are walked against which, from the next findPairs
+  // (the trees do not depend on it). Precondition: symmetric.
+  void setLayerTable(const LayerTable& table) { table_ = table; }
+  const LayerTable& layerTable() const { return table_; }
   void remove(ProxyId id);
   void move(ProxyId id, const Aabb& box);
   void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);
@@ -148,8 +157,8 @@ class Bvh {
   // the trees. qualityRatio() is the SAH cost of the dynamic tree over the
   // cost of a fresh full build of the same leaves (1 = as good as a rebuild).
   void rebuild(Scheduler& scheduler);
-  BvhTreeStats dynamicStats() const { return statsOf(dynamic_); }
-  BvhTreeStats staticStats() const { return statsOf(static_); }
+  BvhTreeStats dynamicStats() const { return statsOf(trees_[0]); }  // of layer 0
+  BvhTreeStats staticStats() const { return statsOf(trees_[1]); }   // of layer 0
   double qualityRatio(Scheduler& scheduler) const;
   const BvhConfig& config() const { return config_; }
 
@@ -157,7 +166,7 @@ class Bvh {
   // leafRef_ of a proxy that waits in pendingInserts: the bit plus its position.
   static constexpr uint32_t kPendingInsert = 0x80000000u;
 
-  BvhTree& treeOf(uint32_t index) { return isStatic_[index] ? static_ : dynamic_; }
+  BvhTree& treeOf(uint32_t index) { return trees_[group_[index]]; }
   // The box a leaf slot must hold: the fat box, or the exact box when tight
   // (fat_ is then left empty: no second copy to write on every move).
   const Aabb* leafBoxes() const { return tight_ ? exact_.data() : fat_.data(); }
@@ -194,6 +203,12 @@ class Bvh {
   void collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
                     FunctionRef<void(std::span<const Pair>)>* consume, PairBudget* budget);
   void sortPairs(Scheduler& scheduler, std::vector<Pair>& out);  // bvh_pair_sort.cpp
+  // Without layers (every live proxy in layer 0, which collides with
+  // itself) findPairs walks trees 0 and 1 as it always did.
+  bool plainLayers() const { return layeredProxies_ == 0 && table_.collides(0, 0); }
+  // bvh_layers.cpp: the walks the layer table asks for, as (moving tree,
+  // other tree) pairs of trees_ indices; `other` == `moving` is the self walk.
+  void listLayerWalks(std::vector<std::pair<uint32_t, uint32_t>>& walks) const;
   void radixSortSerial(std::vector<Pair>& out);
 
   // bvh_query.cpp
@@ -218,10 +233,16 @@ class Bvh {
   std::vector<uint32_t> leafRef_;   // node << 1 | slot, or kPendingInsert | position
   std::vector<uint32_t> movedPos_;  // position in tree.moved, or kNullIndex
   std::vector<uint8_t> isStatic_;
+  std::vector<uint8_t> group_;  // index in trees_: 2 x layer + isStatic
 
-  BvhTree dynamic_;
-  BvhTree static_;
-  bool pending_ = false;  // a change since the last update()
+  // Per group: trees_[2L] the moving proxies of layer L, trees_[2L + 1] its
+  // statics. Two trees (layer 0) until a proxy of another layer arrives;
+  // grown by add(), never shrunk.
+  std::vector<BvhTree> trees_ = std::vector<BvhTree>(2);
+  LayerTable table_;
+  uint32_t layeredProxies_ = 0;                            // live proxies in a layer other than 0
+  std::vector<std::pair<uint32_t, uint32_t>> layerWalks_;  // findPairs scratch
+  bool pending_ = false;                                   // a change since the last update()
 
   // Scratch reused across calls (never touched by const queries).
   PerWorker<std::vector<Pair>> pairBuffers_;

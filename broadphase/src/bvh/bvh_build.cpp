@@ -283,16 +283,16 @@ void Bvh::rebuildTree(BvhTree& tree, Scheduler& scheduler) {
 }
 
 double Bvh::qualityRatio(Scheduler& scheduler) const {
-  if (pending_ || dynamic_.leafCount < 2) return 1.0;
+  if (pending_ || trees_[0].leafCount < 2) return 1.0;
   // Build a copy of the dynamic tree from scratch and compare costs.
   Bvh fresh(config_);
   fresh.fat_ = fat_;
   fresh.exact_ = exact_;
   fresh.leafRef_ = leafRef_;
   fresh.movedPos_ = movedPos_;
-  fresh.dynamic_ = dynamic_;
-  fresh.rebuildTree(fresh.dynamic_, scheduler);
-  return dynamic_.cost / fresh.dynamic_.cost;
+  fresh.trees_[0] = trees_[0];
+  fresh.rebuildTree(fresh.trees_[0], scheduler);
+  return trees_[0].cost / fresh.trees_[0].cost;
 }
 
 }  // namespace bp

@@ -19,7 +19,7 @@ namespace {
 struct NodeEntry {
   float distanceSquared;
   uint32_t node;
-  uint32_t tree;  // 0 dynamic, 1 static
+  uint32_t tree;  // index in Bvh::trees_
 };
 
 bool fartherEntry(const NodeEntry& x, const NodeEntry& y) {
@@ -40,10 +40,10 @@ void Bvh::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) co
     return;
   }
 
-  const BvhTree* trees[2] = {&dynamic_, &static_};
+  const BvhTree* trees = trees_.data();
   std::vector<NodeEntry> open;
-  for (uint32_t t = 0; t < 2; ++t)
-    if (trees[t]->root != kNullIndex) open.push_back({0.0f, trees[t]->root, t});
+  for (uint32_t t = 0; t < trees_.size(); ++t)
+    if (trees[t].root != kNullIndex) open.push_back({0.0f, trees[t].root, t});
   std::make_heap(open.begin(), open.end(), fartherEntry);
 
   // `out` is the max-heap of the best k so far (worst on top by neighbourBefore).
@@ -53,7 +53,7 @@ void Bvh::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) co
     const NodeEntry e = open.back();
     open.pop_back();
     if (full() && e.distanceSquared > out.front().distanceSquared) break;
-    const BvhNode& node = trees[e.tree]->nodes[e.node];
+    const BvhNode& node = trees[e.tree].nodes[e.node];
     for (int s = 0; s < 2; ++s) {
       const uint32_t c = node.child[s];
       if (c == kBvhNullChild) continue;

@@ -356,24 +356,57 @@ void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
 
   std::vector<PairTask>& tasks = scratchTasks_;
   tasks.clear();
-  // The wide walk needs the wide copies; the dynamic one is kept up by the
-  // ordered refit only (any other update would mean a collapse per frame).
-  const bool wide = tight_ && wideWalk_ && dynamic_.ordered;
-  if (dynamic_.root != kNullIndex) {
-    const uint32_t dynamicRoot = wide ? 0 : dynamic_.root;
-    const uint32_t staticRoot = wide ? 0 : static_.root;
-    tasks.push_back({dynamicRoot, 0, PairKind::self});
-    if (static_.root != kNullIndex)
-      tasks.push_back({dynamicRoot, staticRoot, PairKind::crossStatic});
-  }
-  if (wide) {
-    for (BvhTree* tree : {&dynamic_, &static_})
-      if (!tree->wideValid) collapseWide(*tree);
-    const WideWalk walk{dynamic_.wide.data(), static_.wide.data(), exact_.data()};
-    runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume, budget);
+  // Moving leaves: what the pair count is judged against below.
+  uint32_t movingLeaves = trees_[0].leafCount;
+  if (plainLayers()) {
+    // The wide walk needs the wide copies; the dynamic one is kept up by the
+    // ordered refit only (any other update would mean a collapse per frame).
+    const bool wide = tight_ && wideWalk_ && trees_[0].ordered;
+    if (trees_[0].root != kNullIndex) {
+      const uint32_t dynamicRoot = wide ? 0 : trees_[0].root;
+      const uint32_t staticRoot = wide ? 0 : trees_[1].root;
+      tasks.push_back({dynamicRoot, 0, PairKind::self});
+      if (trees_[1].root != kNullIndex)
+        tasks.push_back({dynamicRoot, staticRoot, PairKind::crossStatic});
+    }
+    if (wide) {
+      for (BvhTree* tree : {&trees_[0], &trees_[1]})
+        if (!tree->wideValid) collapseWide(*tree);
+      const WideWalk walk{trees_[0].wide.data(), trees_[1].wide.data(), exact_.data()};
+      runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume, budget);
+    } else {
+      const PairWalk walk{trees_[0].nodes.data(), trees_[1].nodes.data(), exact_.data(), tight_};
+      runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume, budget);
+    }
   } else {
-    const PairWalk walk{dynamic_.nodes.data(), static_.nodes.data(), exact_.data(), tight_};
-    runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume, budget);
+    // One walk per pair of trees the layer table lets collide: a moving
+    // tree against itself, or against another tree (as the dynamic tree
+    // against the static one). Trees of layers that never collide are
+    // never walked against each other.
+    movingLeaves = 0;
+    for (size_t g = 0; g < trees_.size(); g += 2) movingLeaves += trees_[g].leafCount;
+    listLayerWalks(layerWalks_);
+    for (const auto& [a, b] : layerWalks_) {
+      if (budget && budget->exceeded()) break;
+      BvhTree& ta = trees_[a];
+      BvhTree& tb = trees_[b];
+      if (ta.root == kNullIndex || tb.root == kNullIndex) continue;
+      const bool wide = tight_ && wideWalk_ && ta.ordered && (b % 2 == 1 || tb.ordered);
+      tasks.clear();
+      if (a == b)
+        tasks.push_back({wide ? 0 : ta.root, 0, PairKind::self});
+      else
+        tasks.push_back({wide ? 0 : ta.root, wide ? 0 : tb.root, PairKind::crossStatic});
+      if (wide) {
+        for (BvhTree* tree : {&ta, &tb})
+          if (!tree->wideValid) collapseWide(*tree);
+        const WideWalk walk{ta.wide.data(), tb.wide.data(), exact_.data()};
+        runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume, budget);
+      } else {
+        const PairWalk walk{ta.nodes.data(), tb.nodes.data(), exact_.data(), tight_};
+        runPairWalk(walk, scheduler, tasks, scratchTasksNext_, pairBuffers_, consume, budget);
+      }
+    }
   }
   if (budget && budget->exceeded()) {
     // The frame has more pairs than the budget: none are kept, and the
@@ -389,10 +422,11 @@ void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
   // refit; it pays when the walk has work, which the pair count measures
   // (plane: 0.07 pairs per moving proxy, the wide walk lost 15 %; uniform:
   // 0.5, it won 8 %). Hysteresis keeps it from flipping every frame.
-  const double perLeaf = double(sorted->size()) / double(std::max(dynamic_.leafCount, 1u));
+  const double perLeaf = double(sorted->size()) / double(std::max(movingLeaves, 1u));
   if (wideWalk_ && perLeaf < kWideLeave) {
     wideWalk_ = false;
-    dynamic_.wideValid = false;  // stop the refit's copies
+    for (size_t g = 0; g < trees_.size(); g += 2)
+      trees_[g].wideValid = false;  // stop the refit's copies
   } else if (!wideWalk_ && perLeaf > kWideEnter) {
     wideWalk_ = true;
   }

@@ -186,10 +186,11 @@ namespace {
 // Every leaf of both trees whose node bounds and exact box pass `test`, to
 // `callback` until it returns false. Shared by the box and point queries.
 template <class Test>
-void walkOverlaps(const BvhTree* const (&trees)[2], const Aabb* exact, Test&& test,
+void walkOverlaps(const std::vector<BvhTree>& trees, const Aabb* exact, Test&& test,
                   OverlapCallback callback) {
   BvhStack<uint32_t> stack;
-  for (const BvhTree* tree : trees) {
+  for (const BvhTree& t : trees) {
+    const BvhTree* tree = &t;
     if (tree->root == kNullIndex) continue;
     stack.clear();
     stack.push(tree->root);
@@ -216,9 +217,8 @@ void Bvh::queryBox(const Aabb& box, OverlapCallback callback) const {
     reportError(ErrorCode::invalidBox, "Bvh::queryBox: " + describeInvalid(box));
     return;
   }
-  const BvhTree* const trees[2] = {&dynamic_, &static_};
   walkOverlaps(
-      trees, exact_.data(), [&](const Aabb& b) { return overlaps(b, box); }, callback);
+      trees_, exact_.data(), [&](const Aabb& b) { return overlaps(b, box); }, callback);
 }
 
 void Bvh::queryPoint(const Vec3& point, OverlapCallback callback) const {
@@ -227,17 +227,15 @@ void Bvh::queryPoint(const Vec3& point, OverlapCallback callback) const {
     reportError(ErrorCode::invalidArgument, "Bvh::queryPoint: the point is not finite");
     return;
   }
-  const BvhTree* const trees[2] = {&dynamic_, &static_};
   walkOverlaps(
-      trees, exact_.data(), [&](const Aabb& b) { return containsPoint(b, point); }, callback);
+      trees_, exact_.data(), [&](const Aabb& b) { return containsPoint(b, point); }, callback);
 }
 
 RayHit Bvh::castRayUnchecked(const Ray& ray, RayQuery kind) const {
   RayWalk w{ray,           Vec3::Zero(), kind == RayQuery::any ? RayMode::any : RayMode::closest,
             exact_.data(), ray.maxT,     {}};
   BvhStack<RayEntry> stack;
-  w.walk(dynamic_, stack);
-  w.walk(static_, stack);
+  for (const BvhTree& tree : trees_) w.walk(tree, stack);
   return w.best;
 }
 
@@ -256,8 +254,7 @@ void Bvh::castRayAll(const Ray& ray, std::vector<RayHit>& out) const {
   RayWalk w{ray, Vec3::Zero(), RayMode::all, exact_.data(), ray.maxT, {}};
   w.all = &out;
   BvhStack<RayEntry> stack;
-  w.walk(dynamic_, stack);
-  w.walk(static_, stack);
+  for (const BvhTree& tree : trees_) w.walk(tree, stack);
   std::sort(out.begin(), out.end(), hitBefore);
 }
 
@@ -266,8 +263,7 @@ void Bvh::castRay(const Ray& ray, RayCallback callback) const {
   RayWalk w{ray, Vec3::Zero(), RayMode::callback, exact_.data(), ray.maxT, {}};
   w.callback = &callback;
   BvhStack<RayEntry> stack;
-  w.walk(dynamic_, stack);
-  w.walk(static_, stack);
+  for (const BvhTree& tree : trees_) w.walk(tree, stack);
 }
 
 void Bvh::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<RayHit> out,
@@ -289,7 +285,8 @@ void Bvh::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<Ra
     if (!checkRay(r, "castRays")) return reject();
   const uint32_t count = static_cast<uint32_t>(rays.size());
   // Only worth it when the tree outgrows the caches.
-  const size_t nodes = dynamic_.nodes.size() + static_.nodes.size();
+  size_t nodes = 0;
+  for (const BvhTree& tree : trees_) nodes += tree.nodes.size();
   if (count < kMortonOrderRays || nodes < kMortonOrderNodes) {
     scheduler.forEach(0, count, 256, [&](uint32_t begin, uint32_t end) {
       for (uint32_t k = begin; k < end; ++k) out[k] = castRayUnchecked(rays[k], kind);
@@ -312,8 +309,7 @@ RayHit Bvh::castGrownClosest(const Ray& ray, const Vec3& grow) const {
   RayWalk w{ray, grow, RayMode::closest, exact_.data(), ray.maxT, {}};
   w.grown = true;
   BvhStack<RayEntry> stack;
-  w.walk(dynamic_, stack);
-  w.walk(static_, stack);
+  for (const BvhTree& tree : trees_) w.walk(tree, stack);
   return w.best;
 }
 
@@ -338,8 +334,7 @@ void Bvh::castBox(const Vec3& halfExtent, const Ray& ray, RayCallback callback) 
   w.grown = true;
   w.callback = &callback;
   BvhStack<RayEntry> stack;
-  w.walk(dynamic_, stack);
-  w.walk(static_, stack);
+  for (const BvhTree& tree : trees_) w.walk(tree, stack);
 }
 
 }  // namespace bp

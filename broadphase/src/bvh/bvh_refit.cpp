@@ -134,8 +134,7 @@ void markAncestorsDirty(BvhNode* nodes, uint32_t n) {
 
 void Bvh::update(Scheduler& scheduler) {
   if (!pending_) return;
-  updateTree(dynamic_, scheduler);
-  updateTree(static_, scheduler);
+  for (BvhTree& tree : trees_) updateTree(tree, scheduler);
   pending_ = false;
 }
 
@@ -287,8 +286,7 @@ double Bvh::computeCost(const BvhTree& tree, Scheduler& scheduler) {
 
 void Bvh::rebuild(Scheduler& scheduler) {
   update(scheduler);
-  rebuildTree(dynamic_, scheduler);
-  rebuildTree(static_, scheduler);
+  for (BvhTree& tree : trees_) rebuildTree(tree, scheduler);
 }
 
 }  // namespace bp

@@ -22,9 +22,13 @@ std::string Bvh::validate() const {
     return "per-proxy arrays differ in size from the pool capacity";
 
   std::vector<uint8_t> seen(capacity, 0);  // 1: found as a leaf, 2: as a pending insert
-  for (int treeIndex = 0; treeIndex < 2; ++treeIndex) {
-    const BvhTree& tree = treeIndex == 0 ? dynamic_ : static_;
-    const std::string name = treeIndex == 0 ? "dynamic tree: " : "static tree: ";
+  size_t inTrees = 0;
+  if (group_.size() != capacity) return "per-proxy groups differ in size from the pool capacity";
+  for (uint32_t treeIndex = 0; treeIndex < trees_.size(); ++treeIndex) {
+    const BvhTree& tree = trees_[treeIndex];
+    inTrees += tree.leafCount + tree.pendingInserts.size();
+    const std::string name = std::string(treeIndex % 2 == 0 ? "dynamic" : "static") +
+                             " tree of layer " + std::to_string(treeIndex / 2) + ": ";
     const uint32_t nodeCount = static_cast<uint32_t>(tree.nodes.size());
 
     for (size_t k = 0; k < tree.pendingInserts.size(); ++k) {
@@ -97,7 +101,8 @@ std::string Bvh::validate() const {
             if (seen[p]) return name + "proxy " + str(p) + " appears twice";
             seen[p] = 1;
             ++leaves;
-            if ((isStatic_[p] != 0) != (treeIndex == 1)) return name + "proxy in the wrong tree";
+            if (group_[p] != treeIndex || (isStatic_[p] != 0) != (treeIndex % 2 == 1))
+              return name + "proxy in the wrong tree";
             if (leafRef_[p] != ref) return name + "leafRef of proxy " + str(p) + " is wrong";
             if (!bp::contains(leafBox(p), exact_[p]))
               return name + "fat box of proxy " + str(p) + " does not contain its exact box";
@@ -150,9 +155,7 @@ std::string Bvh::validate() const {
       return "fat box of proxy " + str(p) + " does not contain its exact box";
     if (!pool_.isLiveIndex(p) && movedPos_[p] != kNullIndex) return "dead proxy in a moved list";
   }
-  if (pool_.liveCount() != dynamic_.leafCount + static_.leafCount + dynamic_.pendingInserts.size() +
-                               static_.pendingInserts.size())
-    return "live proxies differ from leaves plus pending inserts";
+  if (pool_.liveCount() != inTrees) return "live proxies differ from leaves plus pending inserts";
   return {};
 }
 

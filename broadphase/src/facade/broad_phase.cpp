@@ -7,6 +7,7 @@
 #include "facade/batch_check.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
+#include "facade/layer_check.h"
 
 #include <tbb/parallel_sort.h>
 
@@ -81,6 +82,11 @@ BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
                 "unknown structure " + std::to_string(int(config.structure)));
     config_.structure = defaults.structure;
   }
+  if (!config.layers.symmetric()) {
+    reportError(ErrorCode::invalidArgument,
+                "BroadPhaseConfig::layers: " + asymmetryOf(config.layers));
+    config_.layers = defaults.layers;
+  }
   scheduler_ = config_.arena ? std::make_unique<Scheduler>(*config_.arena)
                              : std::make_unique<Scheduler>(config_.threads);
   structure_ = makeStructure();
@@ -102,12 +108,16 @@ namespace {
 bool validMotion(MotionType m) {
   return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;
 }
-bool validDesc(const ProxyDesc& d) { return isValid(d.box) && validMotion(d.motion); }
+bool validDesc(const ProxyDesc& d) {
+  return isValid(d.box) && validMotion(d.motion) && d.layer < kMaxLayers;
+}
 // Reports why a description that failed validDesc() is bad, the message
 // after `where` (built only then).
 void reportBadDesc(const ProxyDesc& d, const std::string& where) {
   if (!isValid(d.box))
     reportError(ErrorCode::invalidBox, where + describeInvalid(d.box));
+  else if (d.layer >= kMaxLayers)
+    reportError(ErrorCode::invalidArgument, where + layerOutOfRange(d.layer));
   else
     reportError(ErrorCode::invalidArgument, where + "motion type " + std::to_string(int(d.motion)) +
                                                 " is not static, kinematic or dynamic");
@@ -133,7 +143,7 @@ ProxyId BroadPhase::addChecked(const ProxyDesc& desc) {
     state_.resize(i + 1, 0);
     renewed_.resize(i + 1, 0);
   }
-  rules_[i] = {desc.filter, desc.motion};
+  rules_[i] = {desc.filter, desc.motion, uint8_t(desc.layer)};
   boxes_[i] = desc.box;
   userData_[i] = desc.userData;
   special_ += isSpecial(desc.motion, desc.filter);
@@ -374,7 +384,7 @@ ProxyId BroadPhase::handleOf(uint32_t index) const {
 ProxyDesc BroadPhase::desc(ProxyId id) const {
   if (!checkLive(id, "desc")) return ProxyDesc{.box = Aabb::empty()};
   const uint32_t i = id.index;
-  return {boxes_[i], rules_[i].motion, rules_[i].filter, userData_[i]};
+  return {boxes_[i], rules_[i].motion, rules_[i].filter, userData_[i], rules_[i].layer};
 }
 
 uint32_t BroadPhase::proxyCount() const { return pool_.liveCount(); }
@@ -391,7 +401,7 @@ void BroadPhase::applyPending() {
 
   for (uint32_t i : pendingAdds_) {
     if (!(state_[i] & kPendingAdd)) continue;  // removed before it arrived, or a duplicate
-    inner_[i] = side.add(boxes_[i], rules_[i].motion == MotionType::staticBody, i);
+    inner_[i] = side.add(boxes_[i], rules_[i].motion == MotionType::staticBody, rules_[i].layer, i);
     state_[i] = kInStructure;
   }
   pendingAdds_.clear();
@@ -609,7 +619,8 @@ void BroadPhase::rebuild() {
   structure_ = makeStructure();
   for (uint32_t i = 0; i < rules_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
-    inner_[i] = structure_->add(boxes_[i], rules_[i].motion == MotionType::staticBody, i);
+    inner_[i] =
+        structure_->add(boxes_[i], rules_[i].motion == MotionType::staticBody, rules_[i].layer, i);
     state_[i] = kInStructure;
   }
 }

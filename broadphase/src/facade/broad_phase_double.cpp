@@ -9,6 +9,7 @@
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
+#include "facade/layer_check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -169,8 +170,12 @@ ProxyId BroadPhase::add(const DProxyDesc& desc) {
                                                 " is not static, kinematic or dynamic");
     return ProxyId{};
   }
-  const ProxyId id =
-      addChecked({roundOutward(desc.box, origin()), desc.motion, desc.filter, desc.userData});
+  if (desc.layer >= kMaxLayers) {
+    reportError(ErrorCode::invalidArgument, "add: " + layerOutOfRange(desc.layer));
+    return ProxyId{};
+  }
+  const ProxyId id = addChecked(
+      {roundOutward(desc.box, origin()), desc.motion, desc.filter, desc.userData, desc.layer});
   markDouble(id.index, desc.box);
   return id;
 }
@@ -190,6 +195,10 @@ void BroadPhase::add(std::span<const DProxyDesc> descs, std::span<ProxyId> out) 
       reportError(ErrorCode::invalidArgument, where + "motion type " +
                                                   std::to_string(int(descs[k].motion)) +
                                                   " is not static, kinematic or dynamic");
+      return;
+    }
+    if (descs[k].layer >= kMaxLayers) {
+      reportError(ErrorCode::invalidArgument, where + layerOutOfRange(descs[k].layer));
       return;
     }
   }

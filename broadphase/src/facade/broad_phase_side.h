@@ -28,6 +28,7 @@ struct BroadPhase::Side {
     BvhConfig bc;
     bc.margin = c.margin;
     s->bvh = std::make_unique<Bvh>(bc);
+    s->bvh->setLayerTable(c.layers);
     return s;
   }
   static std::unique_ptr<Side> makeSweep(const BroadPhaseConfig& c) {
@@ -35,6 +36,7 @@ struct BroadPhase::Side {
     SweepGridConfig sc;
     sc.cellSize = c.cellSize;
     s->sweep = std::make_unique<SweepGrid>(sc);
+    s->sweep->setLayerTable(c.layers);
     return s;
   }
 
@@ -47,8 +49,8 @@ struct BroadPhase::Side {
     return bvh ? fn(static_cast<const Bvh&>(*bvh)) : fn(static_cast<const SweepGrid&>(*sweep));
   }
 
-  ProxyId add(const Aabb& box, bool isStatic, uint32_t proxyIndex) {
-    const ProxyId id = visit([&](auto& s) { return s.add(box, isStatic); });
+  ProxyId add(const Aabb& box, bool isStatic, uint32_t layer, uint32_t proxyIndex) {
+    const ProxyId id = visit([&](auto& s) { return s.add(box, isStatic, layer); });
     if (id.index >= outer.size()) outer.resize(id.index + 1, kNullIndex);
     forget(id.index);
     outer[id.index] = proxyIndex;

@@ -267,7 +267,7 @@ void SweepGrid::prefetchAhead(uint32_t u, uint32_t end, BoxPrefetch& p) const {
   // dirty flag change in its refresh, which comes after this call), so
   // `ahead` gives back exactly what it took.
   auto askedFor = [](const SweepCell& c) {
-    return c.layer == kMovingLayer && c.dirty ? std::min(c.size(), kPrefetchCellCap) : 0u;
+    return !isStaticGroup(c.layer) && c.dirty ? std::min(c.size(), kPrefetchCellCap) : 0u;
   };
   if (u < p.next) p.ahead -= askedFor(cells_[u].value);
   p.next = std::max(p.next, u + 1);
@@ -514,16 +514,18 @@ void SweepGrid::recomputeGridBounds() {
 void SweepGrid::update(Scheduler& scheduler) {
   if (!beginUpdate(scheduler)) return;
   refreshListedCells(scheduler);
-  if (refreshAll_)
-    scheduler.forEach(0, static_cast<uint32_t>(cells_.size()), 64,
-                      [&](uint32_t begin, uint32_t end) {
-                        BoxPrefetch prefetch{begin};
-                        for (uint32_t cell = begin; cell < end; ++cell) {
-                          prefetchAhead(cell, end, prefetch);
-                          if (cells_[cell].value.dirty) refreshCell(cell);
-                        }
-                      });
+  if (refreshAll_) refreshMovingCells(scheduler);
   finishUpdate();
+}
+
+void SweepGrid::refreshMovingCells(Scheduler& scheduler) {
+  scheduler.forEach(0, static_cast<uint32_t>(cells_.size()), 64, [&](uint32_t begin, uint32_t end) {
+    BoxPrefetch prefetch{begin};
+    for (uint32_t cell = begin; cell < end; ++cell) {
+      prefetchAhead(cell, end, prefetch);
+      if (cells_[cell].value.dirty) refreshCell(cell);
+    }
+  });
 }
 
 void SweepGrid::refreshListedCells(Scheduler& scheduler) {
@@ -617,6 +619,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
             __builtin_prefetch(&kind_[ahead]);
             __builtin_prefetch(&layer_[ahead]);
             __builtin_prefetch(&static_[ahead]);
+            __builtin_prefetch(&proxyLayer_[ahead]);
           }
           const uint32_t i = dirtyList_[k];
           dirty_[i] = kDirtyNone;
@@ -638,7 +641,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
     }
     // A proxy listed here that rose to kDirtyRelink was relinked above.
     for (const uint32_t i : stayedList_) {
-      if (dirty_[i] == kDirtyStayed) markRangeDirty(range_[i], kMovingLayer);
+      if (dirty_[i] == kDirtyStayed) markRangeDirty(range_[i], layer_[i]);
       dirty_[i] = kDirtyNone;
     }
   }
@@ -652,7 +655,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   // cache); then finishUpdate().
   if (refreshAll)
     for (PaddedCell& pc : cells_)
-      if (pc.value.layer == kMovingLayer) pc.value.dirty = 1;
+      if (!isStaticGroup(pc.value.layer)) pc.value.dirty = 1;
   return true;
 }
 

@@ -67,7 +67,7 @@ void SweepGrid::markMoved(uint32_t index, uint8_t state) {
   dirty_[index] = std::max(old, state);
 }
 
-ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
+ProxyId SweepGrid::add(const Aabb& box, bool isStatic, uint32_t layer) {
   if (!checkBox(box, "SweepGrid::add: ")) return ProxyId{};
   // The grouped cell events tag a leaving proxy with the top bit.
   if (pool_.liveCount() >= kLeaveEvent - 1) {
@@ -84,11 +84,17 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic) {
     range_.resize(n, CellRange{});
     overflowPos_.resize(n, kNullIndex);
     layer_.resize(n, kMovingLayer);
+    proxyLayer_.resize(n, 0);
     stayKey_.resize(n, kNeverStays);
     rangeChanged_.resize(n + 3, 0);  // padded (see the declaration)
   }
   boxes_[id.index].box = box;
   static_[id.index] = isStatic ? 1 : 0;
+  proxyLayer_[id.index] = uint8_t(layer);
+  layeredProxies_ += layer != 0;
+  // The relink planning reads the maps of a group in parallel tasks: they
+  // exist before the update.
+  if (maps_.size() < 2 * size_t(layer) + 2) maps_.resize(2 * size_t(layer) + 2);
   stayKey_[id.index] = stayKeyFor(id.index);
   markDirty(id.index);
   return id;
@@ -100,6 +106,7 @@ void SweepGrid::remove(ProxyId id) {
     return;
   }
   pool_.release(id);
+  layeredProxies_ -= proxyLayer_[id.index] != 0;
   markDirty(id.index);
 }
 
@@ -350,6 +357,7 @@ size_t SweepGrid::memoryBytes() const {
   add(range_);
   add(overflowPos_);
   add(layer_);
+  add(proxyLayer_);
   add(stayKey_);
   add(rangeChanged_);
   add(changed_);

@@ -9,11 +9,16 @@
 //   SweepGridConfig::maxCellsPerProxy cells goes to the overflow set instead;
 //   overflow boxes find their pairs by querying the cells their box overlaps
 //   (and each other with a sweep of their own).
-// - Cells come in two layers: moving proxies in one, statics in cells of their
-//   own at the same coordinates. A frame re-sorts only moving cells (and the
-//   static cells whose members changed); each moving cell is swept against
-//   itself and against its static twin, so static-static candidates never
-//   arise and a static entry is never visited for itself.
+// - Cells come in groups: per broadphase layer (layers.h), moving proxies in
+//   one group and statics in cells of their own at the same coordinates. A
+//   frame re-sorts only moving cells (and the static cells whose members
+//   changed); each moving cell is swept against itself and against its
+//   static twin, so static-static candidates never arise and a static entry
+//   is never visited for itself. With layers, a moving cell of layer L is
+//   swept against itself and its static twin only when L collides with L,
+//   and against the cells of layer M at its coordinates (the static one,
+//   and the moving one when M > L) only when L collides with M: candidates
+//   of layers that never collide never arise (sweep_layers.cpp).
 // - Each cell keeps its members sorted by (min x, id) with the other bounds
 //   beside them (six SoA arrays padded with +inf min x sentinels), and sweeps
 //   them: for each box scan forward while next.min.x <= this.max.x, 8 (AVX2)
@@ -57,6 +62,7 @@
 #include <broadphase/jobs/cache_padded.h>
 #include <broadphase/jobs/per_worker.h>
 #include <broadphase/jobs/scheduler.h>
+#include <broadphase/layers.h>
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
@@ -154,13 +160,21 @@ struct alignas(16) StayKey {
 static_assert(sizeof(StayKey) == 16 && alignof(StayKey) == 16);
 inline constexpr StayKey kNeverStays = {{0, 0, 0, 0, 0, 0, 1, 0}};
 
-// Cells come in two layers with the same coordinates: moving proxies in one,
-// static proxies in the other, so a frame re-sorts and sweeps only moving
-// entries and never meets a static-static candidate. A moving cell is swept
-// against itself and against its static twin (the static cell at its
-// coordinates), if any.
+// Cells come in groups with the same coordinates: for each broadphase layer
+// L (layers.h), moving proxies in group 2L, static proxies in group 2L + 1,
+// so a frame re-sorts and sweeps only moving entries and never meets a
+// static-static candidate. A moving cell is swept against itself and against
+// its static twin (the static cell of its layer at its coordinates), if any,
+// when its layer collides with itself, and against the cells of other
+// layers at its coordinates that its layer collides with. (A cell's `layer`
+// field and SweepGrid::layer_ hold the group.) Without layers every proxy is
+// in layer 0: groups 0 and 1.
 inline constexpr uint8_t kMovingLayer = 0;
 inline constexpr uint8_t kStaticLayer = 1;
+inline constexpr uint8_t groupOfLayer(uint32_t layer, bool isStatic) {
+  return uint8_t(2 * layer + (isStatic ? 1 : 0));
+}
+inline constexpr bool isStaticGroup(uint8_t group) { return (group & kStaticLayer) != 0; }
 
 // A proxy's dirty state (SweepGrid::dirty_): not pending; pending and its
 // new box still lies in exactly its registered cells (a moving proxy), which
@@ -194,7 +208,7 @@ inline constexpr uint32_t kPrefetchCellCap = 1024;
 // once); the padding of min x is +inf, the rest 0.
 struct SweepCell {
   CellCoord coord;
-  uint8_t layer = 0;        // kMovingLayer or kStaticLayer: the kind of all members
+  uint8_t layer = 0;        // the group of all members (groupOfLayer: layer and motion kind)
   uint8_t dirty = 0;        // queued for refresh in the current update
   uint8_t leaving = 0;      // a member left, by relink(): compact by rangeChanged_
   uint8_t crowded = 0;      // during findPairs: swept in this many ranges, as tasks of their own
@@ -232,8 +246,14 @@ class SweepGrid {
   // Rejects invalidBox, or capacityExceeded past 2^31 - 1 live proxies.
   // Rejected calls of a SweepGrid return the same fallbacks as a Bvh's
   // (bvh.h, docs/errors.md).
-  ProxyId add(const Aabb& box, bool isStatic = false);
+  // `layer` < kMaxLayers (precondition, as the facade checks it): the
+  // proxy's broadphase layer, fixed while it lives.
+  ProxyId add(const Aabb& box, bool isStatic = false, uint32_t layer = 0);
   void remove(ProxyId id);
+  // Which layers are swept against which, from the next findPairs (the
+  // cells do not depend on it). Precondition: symmetric.
+  void setLayerTable(const LayerTable& table) { table_ = table; }
+  const LayerTable& layerTable() const { return table_; }
   void move(ProxyId id, const Aabb& box);
   void move(std::span<const ProxyId> ids, std::span<const Aabb> boxes);
   // The same, its checks in parallel tasks (the writes stay in batch order).
@@ -377,7 +397,7 @@ class SweepGrid {
   // re-sorted, and update() does not scan the proxies that stayed.)
   bool canStay(uint32_t index) const {
     return (unsigned(side_[0] != 0.0f) & unsigned(kind_[index] == Registration::cells) &
-            unsigned(layer_[index] == kMovingLayer) & unsigned(static_[index] == 0)) != 0;
+            unsigned(!isStaticGroup(layer_[index])) & unsigned(static_[index] == 0)) != 0;
   }
   // What stayKey_[index] must hold: range_ packed when canStay() and every
   // coordinate fits, else kNeverStays.
@@ -452,6 +472,7 @@ class SweepGrid {
   static constexpr uint32_t kLeaveEvent = 0x80000000u;
   void applyCellEvents(uint32_t cell, std::vector<uint32_t>& leavers);
   void refreshListedCells(Scheduler& scheduler);  // the cells in dirtyCells_
+  void refreshMovingCells(Scheduler& scheduler);  // every cell still dirty (refreshAll_)
   void finishUpdate();
 
   // --- pairs (sweep_kernel.cpp)
@@ -467,6 +488,32 @@ class SweepGrid {
                         PairBuffer& out, Gate& gate) const;
   void sweepEntries(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& out,
                     PairBudget* budget) const;
+  // --- layers (sweep_layers.cpp)
+  // Without layers (every live proxy in layer 0, which collides with
+  // itself) the plain sweep of sweepEntries runs, as fast as it always did.
+  bool plainLayers() const { return layeredProxies_ == 0 && table_.collides(0, 0); }
+  // sweepEntries for any layers: cell u against the cells the table names.
+  void sweepEntriesLayered(uint32_t cell, uint32_t begin, uint32_t end, PairBuffer& out,
+                           PairBudget* budget) const;
+  // Entries [begin, end) of moving cell u against the entries after them
+  // (sweep_kernel.cpp, as sweepEntries without the twin).
+  void sweepSelf(uint32_t u, uint32_t begin, uint32_t end, PairBuffer& out,
+                 PairBudget* budget) const;
+  // Entries [begin, end) of moving cell u against every entry of cell
+  // `other` (another group at the same coordinates), with the kernel their
+  // crowding calls for (sweep_kernel.cpp).
+  void sweepAgainstCell(uint32_t u, uint32_t begin, uint32_t end, uint32_t other, PairBuffer& out,
+                        PairBudget* budget) const;
+  // The group proxy `index` belongs in.
+  uint8_t groupOf(uint32_t index) const { return groupOfLayer(proxyLayer_[index], static_[index]); }
+  // Whether overflow proxies a and b may pair (their layers collide, not both static).
+  bool overflowMayPair(uint32_t a, uint32_t b) const {
+    return !(static_[a] && static_[b]) && table_.collides(proxyLayer_[a], proxyLayer_[b]);
+  }
+  // Whether an overflow proxy meets the members of a cell of `group`.
+  bool overflowMeetsGroup(uint32_t o, uint8_t group) const {
+    return !(static_[o] && isStaticGroup(group)) && table_.collides(proxyLayer_[o], group >> 1u);
+  }
   void pairOverflowBox(uint32_t overflowSlot, PairBuffer& out) const;
   void pairOverflowSet(PairBuffer& out, PairBudget* budget) const;
   bool markCrowdedCells(int threads);
@@ -502,7 +549,10 @@ class SweepGrid {
   std::vector<Registration> kind_;     // where the index is registered now
   std::vector<CellRange> range_;       // registered range (kind_ != none)
   std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
-  std::vector<uint8_t> layer_;         // layer registered in (kind_ == cells)
+  std::vector<uint8_t> layer_;         // group registered in (kind_ == cells)
+  std::vector<uint8_t> proxyLayer_;    // broadphase layer (layers.h)
+  uint32_t layeredProxies_ = 0;        // live proxies in a layer other than 0
+  LayerTable table_;
   // stayKeyFor(index), kept with kind_, layer_ and range_: a moved box stays
   // in its cells when its key equals this one.
   std::vector<StayKey> stayKey_;
@@ -530,7 +580,9 @@ class SweepGrid {
   std::vector<SweepCell> spareCells_;  // arrays of removed cells, reused by new ones
 
   std::vector<std::pair<CellCoord, uint8_t>> emptyScratch_;  // removeEmptyCells scratch
-  CellMap maps_[2];                                          // per layer: coord -> slot in cells_
+  // Per group (groupOfLayer): coord -> slot in cells_. Two groups (layer 0)
+  // until a proxy of another layer arrives; grown by add(), never shrunk.
+  std::vector<CellMap> maps_ = std::vector<CellMap>(2);
   std::vector<uint32_t> dirtyCells_;  // cells to refresh in the current update
   CellRange gridBounds_{};            // bounds of all cell coords (cells_ not empty)
   bool gridBoundsStale_ = false;

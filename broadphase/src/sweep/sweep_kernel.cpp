@@ -274,7 +274,8 @@ void SweepGrid::pairOverflowBox(uint32_t slot, PairBuffer& out) const {
   const CellRange& orng = range_[o];
   const bool oStatic = static_[o] != 0;
   auto visit = [&](const SweepCell& c) {
-    if (oStatic && c.layer == kStaticLayer) return true;  // static-static: never a pair
+    // Static-static, or layers that never collide: no candidate.
+    if (!overflowMeetsGroup(o, c.layer)) return true;
     const uint32_t n = c.size();
     const float* minX = c.minX();
     const float* maxX = c.maxX();
@@ -315,7 +316,7 @@ void SweepGrid::pairOverflowSet(PairBuffer& out, PairBudget* budget) const {
     if (gate && !gate->open(out)) return;
     const Aabb& bi = boxes_[order[i]].box;
     for (size_t j = i + 1; j < order.size() && boxes_[order[j]].box.min.x() <= bi.max.x(); ++j) {
-      if (static_[order[i]] && static_[order[j]]) continue;
+      if (!overflowMayPair(order[i], order[j])) continue;
       if (overlaps(bi, boxes_[order[j]].box)) out.push(makePair(order[i], order[j]));
     }
   }
@@ -325,6 +326,7 @@ void SweepGrid::pairOverflowSet(PairBuffer& out, PairBudget* budget) const {
 // against its static twin, with the kernel the cell's crowding calls for.
 void SweepGrid::sweepEntries(uint32_t u, uint32_t begin, uint32_t end, PairBuffer& buffer,
                              PairBudget* budget) const {
+  if (!plainLayers()) return sweepEntriesLayered(u, begin, end, buffer, budget);
   const SweepCell& c = cells_[u].value;
   const CellMap& statics = maps_[kStaticLayer];
   const uint32_t twin = statics.size() != 0 ? statics.find(c.coord) : CellMap::kAbsent;
@@ -359,6 +361,40 @@ void SweepGrid::sweepEntries(uint32_t u, uint32_t begin, uint32_t end, PairBuffe
   }
 }
 
+void SweepGrid::sweepSelf(uint32_t u, uint32_t begin, uint32_t end, PairBuffer& buffer,
+                          PairBudget* budget) const {
+  const SweepCell& c = cells_[u].value;
+  if (wide_ && (config_.kernel == SweepKernel::wide || c.sumExtentX >= kWideCrowd * side_[0])) {
+    const wide::CellArrays self = arraysOf(c);
+    const uint32_t n = c.size();
+    const float span = n > 1 ? self.key[0][n - 1] - self.key[0][0] : 0.0f;
+    wide::sweepCell(self, begin, end, c.sumExtentX <= kDeferCrowd * span, buffer, budget);
+  } else if (budget) {
+    BudgetGate gate(*budget, buffer);
+    sweepCell(u, begin, end, buffer, gate);
+  } else {
+    NoGate gate;
+    sweepCell(u, begin, end, buffer, gate);
+  }
+}
+
+void SweepGrid::sweepAgainstCell(uint32_t u, uint32_t begin, uint32_t end, uint32_t other,
+                                 PairBuffer& buffer, PairBudget* budget) const {
+  const SweepCell& c = cells_[u].value;
+  const SweepCell& t = cells_[other].value;
+  const float crowd = c.sumExtentX + t.sumExtentX;
+  if (wide_ && (config_.kernel == SweepKernel::wide || crowd >= kWideCrowd * side_[0])) {
+    wide::sweepCellAgainst(arraysOf(c), begin, end, arraysOf(t), t.maxExtentX * (1.0f + 0x1p-20f),
+                           buffer, budget);
+  } else if (budget) {
+    BudgetGate gate(*budget, buffer);
+    sweepCellAgainst(u, begin, end, other, buffer, gate);
+  } else {
+    NoGate gate;
+    sweepCellAgainst(u, begin, end, other, buffer, gate);
+  }
+}
+
 // On several threads, a cell whose sweep would take more than about
 // 1 / (kCrowdedShare x threads) of the frame's is marked crowded (its
 // `crowded` = the number of ranges to sweep it in) so that its sweep runs as
@@ -377,14 +413,14 @@ bool SweepGrid::markCrowdedCells(int threads) {
   for (PaddedCell& pc : cells_) {
     SweepCell& c = pc.value;
     c.crowded = 0;
-    if (c.layer == kMovingLayer) total += sweepCost(c);
+    if (!isStaticGroup(c.layer)) total += sweepCost(c);
   }
   splitCells_ = 0;
   if (threads <= 1 || total <= 0.0) return false;
   const double unit = total / (kCrowdedShare * threads);
   for (PaddedCell& pc : cells_) {
     SweepCell& c = pc.value;
-    if (c.layer != kMovingLayer) continue;
+    if (isStaticGroup(c.layer)) continue;
     const double cost = sweepCost(c);
     if (cost <= unit || c.size() < 2 * kMinRangeEntries) continue;
     // Ranges of about half the threshold, at least kMinRangeEntries entries.
@@ -409,6 +445,9 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, PairBudget* budget, Flush&& 
   // read their twins.
   const bool pending = beginUpdate(scheduler);
   if (pending) refreshListedCells(scheduler);
+  // With layers a cell is also swept against moving cells of other layers,
+  // which must be refreshed before: no fused refresh then.
+  if (pending && refreshAll_ && !plainLayers()) refreshMovingCells(scheduler);
   if (pairBuffers_.size() != scheduler.threadCount()) pairBuffers_.resize(scheduler.threadCount());
   const bool split = markCrowdedCells(scheduler.threadCount());
   const uint32_t cellUnits = static_cast<uint32_t>(cells_.size());
@@ -434,7 +473,7 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, PairBudget* budget, Flush&& 
     BoxPrefetch prefetch{begin};
     for (uint32_t u = begin; u < end; ++u) {
       const SweepCell& c = cells_[u].value;
-      if (c.layer != kMovingLayer) continue;
+      if (isStaticGroup(c.layer)) continue;
       if (pending) prefetchAhead(u, end, prefetch);
       if (pending && c.dirty) refreshCell(u);
       if (c.crowded) continue;  // swept below, in ranges

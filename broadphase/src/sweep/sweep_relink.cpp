@@ -30,8 +30,8 @@ namespace bp {
 // cell: safe in parallel for distinct proxies. Cells are to be marked for
 // refresh unless every moving cell is refreshed anyway (refreshAll).
 void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
-  const uint8_t newLayer = static_[i] ? kStaticLayer : kMovingLayer;
-  const bool mark = !refreshAll || newLayer == kStaticLayer;
+  const uint8_t newLayer = groupOf(i);
+  const bool mark = !refreshAll || isStaticGroup(newLayer);
   const Registration oldKind = kind_[i];
   const uint8_t oldLayer = layer_[i];
   CellRange newRange{};
@@ -56,7 +56,7 @@ void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
     // The old cells the proxy leaves get a leave event naming it (their
     // refresh drops exactly the members named); those it keeps are only
     // listed for refresh, when every moving cell is not refreshed anyway.
-    const uint8_t markOld = !refreshAll || oldLayer == kStaticLayer;
+    const uint8_t markOld = !refreshAll || isStaticGroup(oldLayer);
     const bool keepsSome = wasInCells && newKind == Registration::cells;
     forEachCoord(oldRange, [&](const CellCoord& c) {
       const bool kept = keepsSome && rangeContains(newRange, c);

@@ -100,8 +100,9 @@ std::string SweepGrid::validate() const {
 
   // Cells: in the map, non-empty, unique members that belong there, sorted,
   // SoA equal to the exact boxes, sentinel in place.
-  if (maps_[0].size() + maps_[1].size() != cells_.size())
-    return "cell map sizes differ from the cell count";
+  size_t mapped = 0;
+  for (const CellMap& map : maps_) mapped += map.size();
+  if (mapped != cells_.size()) return "cell map sizes differ from the cell count";
   uint64_t entries = 0;
   std::vector<uint32_t> seen;
   CellRange bounds{{INT32_MAX, INT32_MAX, INT32_MAX}, {INT32_MIN, INT32_MIN, INT32_MIN}};
@@ -109,7 +110,7 @@ std::string SweepGrid::validate() const {
     const SweepCell& c = cells_[ci].value;
     const std::string where = " in cell (" + std::to_string(c.coord.x) + ", " +
                               std::to_string(c.coord.y) + ", " + std::to_string(c.coord.z) + ")";
-    if (c.layer > kStaticLayer) return "bad cell layer" + where;
+    if (c.layer >= maps_.size()) return "bad cell layer" + where;
     if (maps_[c.layer].find(c.coord) != ci) return "cell map does not point at its cell" + where;
     if (c.dirty || c.leaving) return "cell left dirty" + where;
     if (c.sorted != c.size()) return "cell has members appended since its refresh" + where;
@@ -133,7 +134,7 @@ std::string SweepGrid::validate() const {
       if (id >= cap || kind_[id] != Registration::cells || !rangeHolds(range_[id], c.coord) ||
           layer_[id] != c.layer)
         return "member not registered in this cell" + where + at(id);
-      if (!dirty_[id] && static_[id] != c.layer) return "proxy in the wrong layer" + where + at(id);
+      if (!dirty_[id] && groupOf(id) != c.layer) return "proxy in the wrong layer" + where + at(id);
       if (k > 0 && c.minX()[k - 1] > c.minX()[k]) return "cell not sorted on min x" + where;
       const Aabb& b = boxes_[id].box;
       if (dirty_[id]) continue;  // its keys are refreshed at the next update

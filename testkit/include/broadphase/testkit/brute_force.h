@@ -3,6 +3,7 @@
 /// one looks at every box. Use for N up to a few times 10^4.
 #pragma once
 
+#include <broadphase/layers.h>
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
@@ -20,6 +21,11 @@ namespace bp::brute {
 /// otherwise boxes with live[i] == 0 are skipped.
 std::vector<Pair> findPairs(std::span<const Aabb> boxes, std::span<const uint8_t> isStatic = {},
                             std::span<const uint8_t> live = {});
+/// findPairs() with broadphase layers: only pairs whose layers (layers[i],
+/// each < kMaxLayers) collide in `table`.
+std::vector<Pair> findLayerPairs(std::span<const Aabb> boxes, std::span<const uint8_t> isStatic,
+                                 std::span<const uint8_t> live, std::span<const uint8_t> layers,
+                                 const LayerTable& table);
 
 /// Closest hit: lowest entry t, ties to the lower index; no hit if none.
 RayHit castRayClosest(std::span<const Aabb> boxes, const Ray& ray,
