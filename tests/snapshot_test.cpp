@@ -39,7 +39,8 @@ uint64_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 
 // A scene driven through a BroadPhase with every kind of call: moves (batch
 // and single), adds, removes (batch and single), filters, user data, motion
-// changes, adds removed or moved before their update, an origin shift and a
+// and layer changes, adds removed or moved before their update, an origin
+// shift, a layer table set before the save and put back after it, and a
 // streaming update. Copyable: the copy taken at the save point replays the
 // rest of the run.
 struct Driver {
@@ -62,7 +63,8 @@ struct Driver {
     const ProxyId id =
         bp.add({.box = boxOf(j),
                 .motion = scene.isStatic[j] ? MotionType::staticBody : MotionType::dynamic,
-                .userData = uint64_t(j) * 1000 + uint64_t(frame)});
+                .userData = uint64_t(j) * 1000 + uint64_t(frame),
+                .layer = j % 3});
     t.push_back(id.index);
     t.push_back(id.generation);
     return id;
@@ -138,6 +140,17 @@ struct Driver {
       bp.setFilter(live(), {.category = uint64_t(1) << pick(3), .mask = masks[pick(4)]});
     }
     for (int c = 0; c < 2; ++c) bp.setMotionType(live(), MotionType(pick(3)));
+    for (int c = 0; c < 3; ++c) bp.setLayer(live(), pick(4));
+    // Layer 1 does not collide with itself, nor 2 with 3, from frame 4 (the
+    // save, at frame 5, carries the table) to frame 8.
+    if (frame == 4 || frame == 8) {
+      LayerTable table;
+      if (frame == 4) {
+        table.set(1, 1, false);
+        table.set(2, 3, false);
+      }
+      bp.setLayerTable(table);
+    }
     // An add moved before its update, one removed before it, a move then a
     // remove, and a motion change of a proxy then moved.
     const uint32_t j = pick(scene.n);
@@ -345,9 +358,10 @@ TEST(Snapshot, MaxPairsAndKinematicPairsAreRestored) {
 
 // --- Rejected snapshots ----------------------------------------------------------
 
-// A small world with something in every section: filters, pending moves,
-// adds, removes and a motion change, user data changed since the update
-// (overrides), pairs, begun and ended pairs, renewed slots.
+// A small world with something in every section: a layer table, filters,
+// layers, pending moves, adds, removes, a motion and a layer change, user
+// data changed since the update (overrides), pairs, begun and ended pairs,
+// renewed slots.
 Bytes smallSnapshot(Structure s = Structure::sweep) {
   BroadPhase bp({.structure = s, .threads = 1});
   std::vector<ProxyId> ids;
@@ -356,6 +370,11 @@ Bytes smallSnapshot(Structure s = Structure::sweep) {
     ids.push_back(bp.add({.box = {lo, lo + Vec3(1.5f, 1.5f, 1)}, .userData = uint64_t(k)}));
   }
   bp.setFilter(ids[3], {.category = 2, .mask = 1});
+  LayerTable table;
+  table.set(1, 1, false);
+  bp.setLayerTable(table);
+  bp.setLayer(ids[12], 1);
+  bp.setLayer(ids[13], 1);
   bp.update();
   bp.move(ids[0], {Vec3(4.2f, 3.2f, 0.2f), Vec3(4.4f, 3.4f, 0.4f)});  // new pairs
   bp.remove(ids[5]);
@@ -366,6 +385,7 @@ Bytes smallSnapshot(Structure s = Structure::sweep) {
   bp.add({.box = {Vec3(2, 2, 0), Vec3(3, 3, 1)}, .userData = 77});
   bp.setUserData(ids[8], 1234);
   bp.setMotionType(ids[9], MotionType::staticBody);
+  bp.setLayer(ids[10], 31);
   Bytes out;
   bp.saveState(out);
   return out;
@@ -444,6 +464,7 @@ TEST(Snapshot, InconsistentContentsAreRejected) {
   ASSERT_GT(h.overrideCount, 0u);
   ASSERT_GT(h.begunCount, 0u);
   ASSERT_GT(h.endedCount, 1u);
+  ASSERT_EQ(h.layerCount, 3u);
   Target target;
   auto u32 = [](Bytes& b, uint64_t at, uint32_t v) { snapshot::store<uint32_t>(b.data() + at, v); };
   auto u64 = [](Bytes& b, uint64_t at, uint64_t v) { snapshot::store<uint64_t>(b.data() + at, v); };
@@ -456,7 +477,8 @@ TEST(Snapshot, InconsistentContentsAreRejected) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Case cases[] = {
       {"bad magic", [&](Bytes& b) { b[0] = std::byte{'X'}; }},
-      {"format version 2", [&](Bytes& b) { u32(b, 4, 2); }},
+      {"format version 3", [&](Bytes& b) { u32(b, 4, 3); }},
+      {"format version 1", [&](Bytes& b) { u32(b, 4, 1); }},
       {"header says", [&](Bytes& b) { u64(b, 8, b.size() + 8); }},
       {"checksum", [&](Bytes& b) { b[200] ^= std::byte{1}; }, false},
       {"unknown structure", [&](Bytes& b) { b[24] = std::byte{3}; }},
@@ -483,7 +505,11 @@ TEST(Snapshot, InconsistentContentsAreRejected) {
            if (uint8_t(b[l.flags + k]) & snapshot::kFlagStructureBox) break;
          std::memcpy(b.data() + l.structureBoxes, b.data() + box, 24);
        }},
-      {"unknown flag bits", [&](Bytes& b) { b[l.flags] |= std::byte{0x80}; }},
+      {"not symmetric",
+       [&](Bytes& b) { u32(b, l.layerTable + 4 * 2, get32(l.layerTable + 4 * 2) ^ 1u << 5); }},
+      {"4 layers, the header", [&](Bytes& b) { b[l.flags] ^= std::byte{snapshot::kFlagLayer}; }},
+      {"layer 0 listed", [&](Bytes& b) { b[l.layers] = std::byte{0}; }},
+      {"layer 32 listed", [&](Bytes& b) { b[l.layers + 2] = std::byte{32}; }},
       {"motion type 3", [&](Bytes& b) { b[l.flags] |= std::byte{3}; }},
       {"flags name", [&](Bytes& b) { b[l.flags] ^= std::byte{snapshot::kFlagFilter}; }},
       {"rehomed but not pending",
@@ -587,7 +613,7 @@ TEST(Snapshot, SavingOverwritesAndAnEmptyWorldRoundTrips) {
   BroadPhase empty;
   Bytes bytes(5, std::byte{1});
   empty.saveState(bytes);
-  EXPECT_EQ(bytes.size(), snapshot::kHeaderBytes);
+  EXPECT_EQ(bytes.size(), snapshot::kHeaderBytes + snapshot::kLayerTableBytes);
   BroadPhase other({.structure = Structure::bvh});
   other.add({.box = {Vec3(0, 0, 0), Vec3(1, 1, 1)}});
   other.loadState(bytes);

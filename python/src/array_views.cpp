@@ -1,6 +1,7 @@
 #include "array_views.h"
 
 #include <broadphase/error.h>
+#include <broadphase/layers.h>
 
 #include <bit>
 #include <cstddef>
@@ -116,6 +117,17 @@ U64Column u64Column(py::handle obj, const std::string& what, size_t rows) {
     reject(what + " must not hold negative values");
   out.array = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
   out.data = out.array.data();
+  return out;
+}
+
+U64Column layerColumn(py::handle obj, const std::string& what, size_t rows) {
+  const U64Column out = u64Column(obj, what, rows);
+  const size_t count = out.data ? rows : 1;
+  for (size_t k = 0; k < count; ++k)
+    if (out.at(k) >= kMaxLayers)
+      reject(what + (out.data ? " entry " + std::to_string(k) : std::string()) + ": layer " +
+             std::to_string(out.at(k)) + " is out of range (layers are 0 to " +
+             std::to_string(kMaxLayers - 1) + ")");
   return out;
 }
 

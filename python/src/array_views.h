@@ -72,6 +72,10 @@ struct HandleArray {
 };
 HandleArray handleArray(py::handle obj, const std::string& what);
 
+/// Broadphase layers, one per row: a u64Column whose every value is below
+/// kMaxLayers (invalidArgument naming the first that is not).
+U64Column layerColumn(py::handle obj, const std::string& what, size_t rows);
+
 /// The uint64 a handle is in Python.
 inline uint64_t handleBits(ProxyId id) { return (uint64_t(id.generation) << 32) | id.index; }
 

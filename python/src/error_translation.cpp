@@ -13,6 +13,7 @@ const char* codeName(ErrorCode code) {
     case ErrorCode::staleHandle: return "staleHandle";
     case ErrorCode::invalidArgument: return "invalidArgument";
     case ErrorCode::capacityExceeded: return "capacityExceeded";
+    case ErrorCode::invalidState: return "invalidState";
   }
   return "unknown";
 }
@@ -35,7 +36,7 @@ void registerErrors(py::module_& module) {
       "broadphase.Error",
       "A call the library rejected before changing anything. `code` is the C++ "
       "bp::ErrorCode's name (invalidBox, invalidRay, staleHandle, invalidArgument, "
-      "capacityExceeded), `message` the library's message.",
+      "capacityExceeded, invalidState), `message` the library's message.",
       bases.ptr(), nullptr);
   if (gErrorType == nullptr) throw py::error_already_set();
   module.add_object("Error", py::handle(gErrorType));  // the module holds a reference too

@@ -30,20 +30,40 @@ PYBIND11_MODULE(broadphase, m) {
                            "Proxies (axis-aligned boxes) in, pairs and query answers out. "
                            "add/move/remove record; update() applies them and returns "
                            "(pairs, begun, ended).")
-      .def(py::init<const std::string&, int, float, float, bool, uint64_t>(),
+      .def(py::init<const std::string&, int, float, float, bool, uint64_t, py::handle>(),
            py::arg("structure") = "automatic", py::arg("threads") = 0, py::arg("margin") = 0.0f,
            py::arg("cell_size") = 0.0f, py::arg("pair_kinematic_kinematic") = false,
-           py::arg("max_pairs") = 0)
+           py::arg("max_pairs") = 0, py::arg("layers") = py::none(),
+           "layers: None (every layer collides with every layer) or a symmetric (32, 32) bool "
+           "array, layers[a, b] when layers a and b collide.")
       .def("add", &PyBroadPhase::add, py::arg("lo"), py::arg("hi"), py::arg("motion") = "dynamic",
            py::arg("user_data") = py::none(), py::arg("category") = 1, py::arg("mask") = kAll,
+           py::arg("layer") = 0,
            "Adds N boxes ((N, 3) lo and hi); returns their (N,) uint64 handles. user_data "
-           "defaults to the handles.")
+           "defaults to the handles; layer (0-31) is an int or an (N,) array.")
       .def("move", &PyBroadPhase::move, py::arg("ids"), py::arg("lo"), py::arg("hi"))
       .def("remove", &PyBroadPhase::remove, py::arg("ids"))
       .def("set_filter", &PyBroadPhase::setFilter, py::arg("ids"), py::arg("category") = 1,
            py::arg("mask") = kAll)
       .def("set_motion_type", &PyBroadPhase::setMotionType, py::arg("ids"), py::arg("motion"))
       .def("set_user_data", &PyBroadPhase::setUserData, py::arg("ids"), py::arg("user_data"))
+      .def("set_layer", &PyBroadPhase::setLayer, py::arg("ids"), py::arg("layer"),
+           "Moves the proxies to another broadphase layer (an int or an (N,) array) from the "
+           "next update().")
+      .def("set_layer_table", &PyBroadPhase::setLayerTable, py::arg("table"),
+           "Replaces the layer table (a symmetric (32, 32) bool array) from the next update().")
+      .def("layer_table", &PyBroadPhase::layerTable,
+           "The layer table in force, a (32, 32) bool array.")
+      .def("last_structure_pairs", &PyBroadPhase::lastStructurePairs,
+           "Candidate pairs the structure found in the last update(), before the filters.")
+      .def("save_state", &PyBroadPhase::saveState,
+           "The broadphase's complete state as bytes (docs/snapshots.md).")
+      .def("load_state", &PyBroadPhase::loadState, py::arg("state"),
+           "Restores a save_state() snapshot (bytes-like); later frames and queries repeat the "
+           "saved object's bit for bit. Raises Error (invalidState) and changes nothing on bad "
+           "bytes.")
+      .def(py::pickle([](PyBroadPhase& w) { return w.pickleState(); },
+                      [](const py::tuple& state) { return PyBroadPhase::fromPickle(state); }))
       .def("contains", &PyBroadPhase::contains, py::arg("ids"))
       .def("user_data", &PyBroadPhase::userData, py::arg("ids"))
       .def("update", &PyBroadPhase::update,

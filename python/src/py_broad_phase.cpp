@@ -52,7 +52,7 @@ RayQuery parseRayQuery(const std::string& name) {
 }
 
 BroadPhaseConfig makeConfig(const std::string& structure, int threads, float margin, float cellSize,
-                            bool pairKinematicKinematic, uint64_t maxPairs) {
+                            bool pairKinematicKinematic, uint64_t maxPairs, py::handle layers) {
   BroadPhaseConfig config;
   config.structure = parseStructure(structure);
   config.threads = threads;
@@ -60,6 +60,7 @@ BroadPhaseConfig makeConfig(const std::string& structure, int threads, float mar
   config.cellSize = cellSize;
   config.pairKinematicKinematic = pairKinematicKinematic;
   config.maxPairs = maxPairs;
+  if (!layers.is_none()) config.layers = layerTableOf(layers, "BroadPhase: layers");
   return config;
 }
 
@@ -96,8 +97,10 @@ bool validPoint(const Vec3& p) { return isFinite(p) && isWithinLimit(p); }
 }  // namespace
 
 PyBroadPhase::PyBroadPhase(const std::string& structure, int threads, float margin, float cellSize,
-                           bool pairKinematicKinematic, uint64_t maxPairs)
-    : world_(makeConfig(structure, threads, margin, cellSize, pairKinematicKinematic, maxPairs)) {}
+                           bool pairKinematicKinematic, uint64_t maxPairs, py::handle layers)
+    : config_(makeConfig(structure, threads, margin, cellSize, pairKinematicKinematic, maxPairs,
+                         layers)),
+      world_(config_) {}
 
 void PyBroadPhase::checkLive(std::span<const ProxyId> ids, const char* what) const {
   for (size_t k = 0; k < ids.size(); ++k)
@@ -108,7 +111,8 @@ void PyBroadPhase::checkLive(std::span<const ProxyId> ids, const char* what) con
 }
 
 py::array_t<uint64_t> PyBroadPhase::add(py::handle lo, py::handle hi, const std::string& motion,
-                                        py::handle userData, py::handle category, py::handle mask) {
+                                        py::handle userData, py::handle category, py::handle mask,
+                                        py::handle layer) {
   const Vec3Rows l = vec3Rows(lo, "add: lo");
   const Vec3Rows h = vec3Rows(hi, "add: hi", long(l.rows));
   const size_t n = l.rows;
@@ -117,6 +121,7 @@ py::array_t<uint64_t> PyBroadPhase::add(py::handle lo, py::handle hi, const std:
   const U64Column user = userIsHandle ? U64Column{} : u64Column(userData, "add: user_data", n);
   const U64Column cat = u64Column(category, "add: category", n);
   const U64Column msk = u64Column(mask, "add: mask", n);
+  const U64Column lay = layerColumn(layer, "add: layer", n);
   py::array_t<uint64_t> out(static_cast<py::ssize_t>(n));
   const std::span<ProxyId> ids(reinterpret_cast<ProxyId*>(out.mutable_data()), n);
   {
@@ -124,7 +129,7 @@ py::array_t<uint64_t> PyBroadPhase::add(py::handle lo, py::handle hi, const std:
     std::unique_lock lock(mutex_);
     std::vector<ProxyDesc> descs(n);
     for (size_t k = 0; k < n; ++k)
-      descs[k] = {boxAt(l, h, k), m, Filter{cat.at(k), msk.at(k)}, user.at(k)};
+      descs[k] = {boxAt(l, h, k), m, Filter{cat.at(k), msk.at(k)}, user.at(k), uint32_t(lay.at(k))};
     world_.add(descs, ids);  // validates every entry before adding any
     if (userIsHandle)
       for (ProxyId id : ids) world_.setUserData(id, handleBits(id));

@@ -14,12 +14,14 @@
 #include "array_views.h"
 
 #include <broadphase/broad_phase.h>
+#include <broadphase/layers.h>
 #include <broadphase/math/aabb.h>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <memory>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -34,15 +36,24 @@ struct QueryFilter {
   Filter filter() const { return {category, mask}; }
 };
 
+/// A layer table from Python: a (kMaxLayers, kMaxLayers) array of bools,
+/// symmetric (invalidArgument otherwise, naming the first asymmetric pair).
+LayerTable layerTableOf(py::handle obj, const std::string& what);
+/// The table as a (kMaxLayers, kMaxLayers) bool array.
+py::array_t<bool> layerTableArray(const LayerTable& table);
+
 class PyBroadPhase {
  public:
+  /// `layers`: None (every layer collides with every layer) or a table for
+  /// layerTableOf.
   PyBroadPhase(const std::string& structure, int threads, float margin, float cellSize,
-               bool pairKinematicKinematic, uint64_t maxPairs);
+               bool pairKinematicKinematic, uint64_t maxPairs, py::handle layers);
 
   // --- Proxies. ---
   /// (N,) uint64 handles; user data defaults to the handle.
   py::array_t<uint64_t> add(py::handle lo, py::handle hi, const std::string& motion,
-                            py::handle userData, py::handle category, py::handle mask);
+                            py::handle userData, py::handle category, py::handle mask,
+                            py::handle layer);
   void move(py::handle ids, py::handle lo, py::handle hi);
   void remove(py::handle ids);
   void setFilter(py::handle ids, py::handle category, py::handle mask);
@@ -71,6 +82,22 @@ class PyBroadPhase {
   /// kNone / inf where fewer than k proxies are found.
   py::tuple nearest(py::handle points, long k, QueryFilter filter);
 
+  // --- Layers (py_layers_state.cpp). ---
+  void setLayer(py::handle ids, py::handle layer);
+  void setLayerTable(py::handle table);
+  py::array_t<bool> layerTable();
+  uint64_t lastStructurePairs();
+
+  // --- Snapshots (py_layers_state.cpp). ---
+  /// BroadPhase::saveState as bytes.
+  py::bytes saveState();
+  /// BroadPhase::loadState from any C-contiguous buffer (bytes, bytearray,
+  /// memoryview, a uint8 array); invalidState leaves the object as it was.
+  void loadState(py::handle state);
+  /// What pickle keeps: (structure, threads, margin, cell_size, snapshot).
+  py::tuple pickleState();
+  static std::unique_ptr<PyBroadPhase> fromPickle(const py::tuple& state);
+
   // --- Large worlds and introspection. ---
   void shiftOrigin(py::handle offset);
   uint32_t proxyCount();
@@ -85,6 +112,7 @@ class PyBroadPhase {
   template <class Query>
   py::tuple groupedQuery(size_t count, Query&& query);
 
+  BroadPhaseConfig config_;  ///< as constructed (pickle rebuilds from it)
   BroadPhase world_;
   std::shared_mutex mutex_;
   std::vector<Aabb> moveBoxes_;  ///< move()'s gathered boxes, kept between frames

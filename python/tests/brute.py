@@ -21,10 +21,11 @@ def accepts(cat_a, mask_a, cat_b, mask_b):
 
 
 def pairs(index, lo, hi, motion=None, category=None, mask=None, pair_kinematic=False,
-          chunk=512):
+          chunk=512, layer=None, table=None):
     """Every overlapping pair the broadphase reports, as (M, 2) proxy indices
     (lower first) sorted by (a, b). Rows of the arrays are proxies; index
-    holds their proxy indices."""
+    holds their proxy indices. layer (per row) and table ((32, 32) bool)
+    apply a layer table: rows whose layers do not collide make no pair."""
     n = len(index)
     motion = np.full(n, DYNAMIC) if motion is None else np.asarray(motion)
     category = np.ones(n, np.uint64) if category is None else np.asarray(category, np.uint64)
@@ -42,6 +43,9 @@ def pairs(index, lo, hi, motion=None, category=None, mask=None, pair_kinematic=F
         moving_pair = (mi == DYNAMIC) | (mj == DYNAMIC) | \
             ((mi == KINEMATIC) & (mj == KINEMATIC) & pair_kinematic)
         keep = moving_pair & accepts(category[i], mask[i], category[j], mask[j])
+        if table is not None:
+            layers = np.asarray(layer)
+            keep &= np.asarray(table, bool)[layers[i], layers[j]]
         found.append(np.stack([index[i[keep]], index[j[keep]]], axis=1))
     out = np.concatenate(found) if found else np.zeros((0, 2), np.int64)
     return out[np.lexsort((out[:, 1], out[:, 0]))]

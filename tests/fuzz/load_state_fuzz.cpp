@@ -2,8 +2,9 @@
 // rest becomes a snapshot:
 //   bit 0 clear: the rest is the snapshot as it is (bit 1 set: its checksum
 //                redone first, so that the contents are judged);
-//   bit 0 set:   the rest builds a small world (adds, moves, removes,
-//                filters, motion changes, updates), which is saved; the
+//   bit 0 set:   the rest builds a small world (a layer table, adds, moves,
+//                removes, filters, motion and layer changes, updates),
+//                which is saved; the
 //                remaining bytes are (offset, value) pairs written into that
 //                snapshot, and the checksum is redone (unless bit 1 is set).
 // The loading object holds a world of its own. A rejected load must report
@@ -61,16 +62,24 @@ bp::Aabb smallBox(Input& in) {
   return {lo, lo + bp::Vec3(1 + float(in.byte() % 3), 1, 1)};
 }
 
-// A world from the input: up to 48 calls, valid ones only.
+// A world from the input: a layer table over layers 0-3, then up to 48
+// calls, valid ones only.
 std::vector<std::byte> savedWorld(Input& in, bp::Structure structure) {
-  bp::BroadPhase world({.structure = structure, .threads = 1});
+  bp::LayerTable table;
+  const uint8_t apart = in.byte();  // bit k: the k-th pair of layers 0-3 does not collide
+  for (uint32_t a = 0, k = 0; a < 4; ++a)
+    for (uint32_t b = a; b < 4; ++b, ++k)
+      if ((apart >> (k % 8)) & 1) table.set(a, b, false);
+  bp::BroadPhase world({.structure = structure, .threads = 1, .layers = table});
   std::vector<bp::ProxyId> ids;
   const int calls = 4 + in.byte() % 45;
   for (int c = 0; c < calls && !in.empty(); ++c) {
     const uint8_t op = in.byte() % 8;
     if (op <= 2 || ids.empty()) {
-      ids.push_back(world.add(
-          {.box = smallBox(in), .motion = bp::MotionType(in.byte() % 3), .userData = in.byte()}));
+      ids.push_back(world.add({.box = smallBox(in),
+                               .motion = bp::MotionType(in.byte() % 3),
+                               .userData = in.byte(),
+                               .layer = uint32_t(in.byte() % 4)}));
       continue;
     }
     const size_t k = in.byte() % ids.size();
@@ -83,7 +92,11 @@ std::vector<std::byte> savedWorld(Input& in, bp::Structure structure) {
       world.setFilter(ids[k], {.category = uint64_t(1) << (in.byte() % 3), .mask = in.byte()});
       world.setUserData(ids[k], in.byte());
     } else if (op == 6) {
-      world.setMotionType(ids[k], bp::MotionType(in.byte() % 3));
+      const uint8_t v = in.byte();
+      if (v & 1)
+        world.setMotionType(ids[k], bp::MotionType(v / 2 % 3));
+      else
+        world.setLayer(ids[k], v / 2 % 32);
     } else {
       world.update();
     }

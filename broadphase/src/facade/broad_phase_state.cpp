@@ -4,7 +4,8 @@
 // What is saved is what decides later results: the proxies, the handle pool
 // (generations, free-list order, salt), the pending changes, the boxes
 // queries see until the next update, the proxies renewed since it, the last
-// frame's pairs and events, maxPairs and pairKinematicKinematic. The
+// frame's pairs and events, the layer table, maxPairs and
+// pairKinematicKinematic. The
 // structure's shape is not saved: loadState builds a fresh one from the
 // proxies, in index order. Every result that names proxies is canonical
 // (pairs and events sorted by key, hits and neighbours tied to the lower
@@ -15,6 +16,7 @@
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
+#include "facade/layer_check.h"
 #include "facade/state_codec.h"
 
 #include <algorithm>
@@ -48,6 +50,8 @@ struct BroadPhase::StateCodec {
     std::vector<Aabb> boxes, structureBoxes;
     std::vector<uint64_t> userData;
     std::vector<Filter> filters;
+    std::vector<uint8_t> layers;
+    LayerTable layerTable;
     std::vector<uint32_t> renewedList;
     std::vector<ProxyPair> pairs, begun, ended;
     // The double section (empty vectors without it).
@@ -99,6 +103,10 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
     if (!isDefault(r.filter)) {
       f |= kFlagFilter;
       ++h.filterCount;
+    }
+    if (r.layer != 0) {
+      f |= kFlagLayer;
+      ++h.layerCount;
     }
     if (s & BroadPhase::kPendingAdd) f |= kFlagPendingAdd;
     if (s & BroadPhase::kRehome) f |= kFlagRehome;
@@ -164,6 +172,7 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
   out.clear();
   out.resize(l.end);
   Writer w{out.data() + kHeaderBytes};
+  for (uint32_t row : b.config_.layers.rows) w.u32(row);
   for (uint32_t i = 0; i < cap; ++i) w.u32(pool.generations()[i]);
   for (uint32_t i : pool.freeList()) w.u32(i);
   for (uint32_t i : live) w.box(b.boxes_[i]);
@@ -174,6 +183,8 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
       w.u64(b.rules_[i].filter.category);
       w.u64(b.rules_[i].filter.mask);
     }
+  for (uint32_t i : live)
+    if (b.rules_[i].layer != 0) w.u8(b.rules_[i].layer);
   for (const Aabb& box : structureBoxes) w.box(box);
   for (uint32_t i : renewed) w.u32(i);
   for (const ProxyPair& p : b.pairs_) {
@@ -241,7 +252,8 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
   // Each count is at most the size, so the layout's sums cannot overflow.
   for (uint64_t count :
        {uint64_t(h.filterCount), uint64_t(h.structureBoxCount), uint64_t(h.renewedCount),
-        uint64_t(h.doubleCount), h.pairCount, h.overrideCount, h.begunCount, h.endedCount})
+        uint64_t(h.doubleCount), h.pairCount, h.overrideCount, h.begunCount, h.endedCount,
+        h.layerCount})
     if (count > size)
       return fail("a section count (" + str(count) + ") exceeds the snapshot's " + str(size) +
                   " bytes");
@@ -264,6 +276,9 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
   d.header = h;
   const uint32_t cap = h.capacity;
   Reader r{bytes.data() + kHeaderBytes};
+  for (uint32_t& row : d.layerTable.rows) row = r.u32();
+  if (const std::string asymmetry = asymmetryOf(d.layerTable); !asymmetry.empty())
+    return fail(asymmetry);
   d.generations.resize(cap);
   for (uint32_t& g : d.generations) g = r.u32();
   d.live.assign(cap, 1);
@@ -289,11 +304,10 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
   d.userData.assign(cap, 0);
   for (uint32_t i : live) d.userData[i] = r.u64();
   d.flags.assign(cap, 0);
-  uint32_t filters = 0, structureBoxes = 0;
+  uint64_t filters = 0, structureBoxes = 0, layers = 0;
   for (uint32_t i : live) {
     const uint8_t f = r.u8();
     const std::string at = "proxy " + str(i) + ": ";
-    if (f & kFlagUnused) return fail(at + "unknown flag bits " + str(f));
     if ((f & kFlagMotion) > uint8_t(MotionType::dynamic))
       return fail(at + "motion type " + str(f & kFlagMotion) + " is none of the three");
     const bool pendingAdd = f & kFlagPendingAdd, rehome = f & kFlagRehome;
@@ -305,18 +319,29 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
       return fail(at + "a box in the structure other than its own, with no move pending");
     filters += (f & kFlagFilter) != 0;
     structureBoxes += (f & kFlagStructureBox) != 0;
+    layers += (f & kFlagLayer) != 0;
     d.flags[i] = f;
   }
-  if (filters != h.filterCount || structureBoxes != h.structureBoxCount)
-    return fail("the flags name " + str(filters) + " filters and " + str(structureBoxes) +
-                " structure boxes, the header " + str(h.filterCount) + " and " +
-                str(h.structureBoxCount));
+  if (filters != h.filterCount || structureBoxes != h.structureBoxCount ||
+      layers != h.layerCount)
+    return fail("the flags name " + str(filters) + " filters, " + str(structureBoxes) +
+                " structure boxes and " + str(layers) + " layers, the header " +
+                str(h.filterCount) + ", " + str(h.structureBoxCount) + " and " +
+                str(h.layerCount));
   d.filters.assign(cap, Filter{});
   for (uint32_t i : live)
     if (d.flags[i] & kFlagFilter) {
       d.filters[i].category = r.u64();
       d.filters[i].mask = r.u64();
       if (isDefault(d.filters[i])) return fail("proxy " + str(i) + ": a default filter listed");
+    }
+  d.layers.assign(cap, 0);
+  for (uint32_t i : live)
+    if (d.flags[i] & kFlagLayer) {
+      d.layers[i] = r.u8();
+      if (d.layers[i] == 0 || d.layers[i] >= kMaxLayers)
+        return fail("proxy " + str(i) + ": layer " + str(d.layers[i]) +
+                    " listed (a listed layer is 1 to " + str(kMaxLayers - 1) + ")");
     }
   d.structureBoxes.assign(cap, Aabb{Vec3::Zero(), Vec3::Zero()});
   for (uint32_t i : live)
@@ -458,26 +483,27 @@ bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingC
 void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
   using namespace snapshot;
   const uint32_t cap = d.header.capacity;
-  std::vector<Rules> rules(cap, Rules{Filter{}, MotionType::dynamic});
+  std::vector<Rules> rules(cap, Rules{Filter{}, MotionType::dynamic, 0});
   std::vector<ProxyId> inner(cap);
   std::vector<uint8_t> state(cap, 0);
   std::vector<uint32_t> pendingAdds, pendingMoves;
   std::vector<ProxyId> pendingRemoves;
   uint32_t special = 0;
   std::unique_ptr<Side> structure = b.makeStructure();
+  structure->visit([&](auto& s) { s.setLayerTable(d.layerTable); });
   for (uint32_t i = 0; i < cap; ++i) {
     if (!d.live[i]) continue;
     const uint8_t f = d.flags[i];
     const MotionType motion = MotionType(f & kFlagMotion);
-    rules[i] = {d.filters[i], motion};
+    rules[i] = {d.filters[i], motion, d.layers[i]};
     special += isSpecial(motion, d.filters[i]);
     const bool pendingAdd = f & kFlagPendingAdd, rehome = f & kFlagRehome;
     if (!pendingAdd || rehome) {
-      // A rehomed proxy's old place is in the other part (static or
-      // moving); queries do not look at the part, and the update removes it.
-      const bool isStatic = (motion == MotionType::staticBody) != rehome;
-      inner[i] =
-          structure->add((f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i], isStatic, i);
+      // A rehomed proxy's old place (the part of its old motion type, its
+      // old layer) is not saved: queries look at neither, and the update
+      // takes it out of wherever it is. It goes where its rules say now.
+      inner[i] = structure->add((f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i],
+                                motion == MotionType::staticBody, d.layers[i], i);
     }
     if (pendingAdd) {
       state[i] = uint8_t(kPendingAdd | (rehome ? kRehome : 0));
@@ -504,6 +530,7 @@ void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
   // (restore() allocates before it changes the pool; the rest only moves.)
   b.pool_.restore(std::move(d.generations), std::move(d.freeList), d.header.salt);
   b.config_.maxPairs = d.header.maxPairs;
+  b.config_.layers = d.layerTable;
   b.config_.pairKinematicKinematic = d.header.pairKinematicKinematic != 0;
   b.structure_ = std::move(structure);
   b.dworld_ = std::move(dworld);

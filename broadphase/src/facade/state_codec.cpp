@@ -24,6 +24,7 @@ void writeHeader(const Header& h, std::byte* out) {
   w.u64(h.overrideCount);
   w.u64(h.begunCount);
   w.u64(h.endedCount);
+  w.u64(h.layerCount);
 }
 
 Header readHeader(const std::byte* in) {
@@ -48,6 +49,7 @@ Header readHeader(const std::byte* in) {
   h.overrideCount = r.u64();
   h.begunCount = r.u64();
   h.endedCount = r.u64();
+  h.layerCount = r.u64();
   return h;
 }
 

@@ -6,6 +6,7 @@
 // A snapshot is the header, then these sections, back to back, no padding;
 // every integer and float little-endian, floats as their IEEE-754 bits:
 //
+//   layer table      kMaxLayers x u32      LayerTable::rows (symmetric)
 //   generations      capacity x u32        every slot's generation
 //   free list        freeCount x u32       the free slots, in allocate() order
 //   boxes            live x 6 f32          the live proxies' boxes (min xyz, max xyz),
@@ -13,6 +14,8 @@
 //   user data        live x u64
 //   flags            live x u8             ProxyFlag bits below
 //   filters          filterCount x 2 u64   (category, mask) of the proxies flagged kFlagFilter
+//   layers           layerCount x u8       the layer (1 .. kMaxLayers - 1) of the proxies
+//                                          flagged kFlagLayer
 //   structure boxes  structureBoxCount x 6 f32
 //                                          the box queries see, for the proxies flagged
 //                                          kFlagStructureBox (a move is pending)
@@ -40,12 +43,14 @@
 //                                          ascending
 //
 // The encoding is canonical: one state has one snapshot, and loadState
-// rejects any other spelling (a default filter flagged as special, a
+// rejects any other spelling (a default filter flagged as special, layer 0
+// listed, a
 // structure box equal to the box, an override equal to the data it
 // overrides, lists out of order, a double section with nothing in it, a
 // pending DAabb equal to the applied one).
 #pragma once
 
+#include <broadphase/layers.h>
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/daabb.h>
 
@@ -58,8 +63,8 @@
 namespace bp::snapshot {
 
 inline constexpr uint32_t kMagic = 0x4E535042u;  // "BPSN" as bytes; read little-endian
-inline constexpr uint32_t kVersion = 1;
-inline constexpr size_t kHeaderBytes = 96;
+inline constexpr uint32_t kVersion = 2;
+inline constexpr size_t kHeaderBytes = 104;
 // The checksum covers every byte from here to the end (so also the header's
 // fields after it).
 inline constexpr size_t kChecksummedFrom = 24;
@@ -85,6 +90,7 @@ struct Header {
   uint64_t overrideCount = 0;          // 72
   uint64_t begunCount = 0;             // 80
   uint64_t endedCount = 0;             // 88
+  uint64_t layerCount = 0;             // 96: proxies flagged kFlagLayer
 };
 
 // Bits of a proxy's flag byte.
@@ -95,10 +101,11 @@ enum ProxyFlag : uint8_t {
   kFlagRehome = 16,        // a pending add still in the structure under its old motion
   kFlagPendingMove = 32,   // in the structure, with a move pending
   kFlagStructureBox = 64,  // queries see another box than its own until the update
-  kFlagUnused = 128,       // must be 0
+  kFlagLayer = 128,        // in a layer other than 0, listed in the layers section
 };
 
 // Bytes of each element of the sections, in section order.
+inline constexpr size_t kLayerTableBytes = 4 * kMaxLayers;
 inline constexpr size_t kBoxBytes = 24;
 inline constexpr size_t kPairBytes = 8;
 inline constexpr size_t kOverrideBytes = 16;
@@ -111,19 +118,21 @@ inline constexpr size_t kDoubleBoxBytes = 52;   // index and DAabb
 // section, `doubles` is `end`). Computed in 64 bits from counts already
 // checked against the size of the bytes (so nothing overflows).
 struct Layout {
-  uint64_t generations, freeList, boxes, userData, flags, filters, structureBoxes, renewed, pairs,
-      overrides, begun, ended, doubles, end;
+  uint64_t layerTable, generations, freeList, boxes, userData, flags, filters, layers,
+      structureBoxes, renewed, pairs, overrides, begun, ended, doubles, end;
 };
 inline Layout layoutOf(const Header& h, uint64_t pendingCount = 0) {
   const uint64_t live = uint64_t(h.capacity) - h.freeCount;
   Layout l{};
-  l.generations = kHeaderBytes;
+  l.layerTable = kHeaderBytes;
+  l.generations = l.layerTable + kLayerTableBytes;
   l.freeList = l.generations + 4 * uint64_t(h.capacity);
   l.boxes = l.freeList + 4 * uint64_t(h.freeCount);
   l.userData = l.boxes + kBoxBytes * live;
   l.flags = l.userData + 8 * live;
   l.filters = l.flags + live;
-  l.structureBoxes = l.filters + 16 * uint64_t(h.filterCount);
+  l.layers = l.filters + 16 * uint64_t(h.filterCount);
+  l.structureBoxes = l.layers + h.layerCount;
   l.renewed = l.structureBoxes + kBoxBytes * uint64_t(h.structureBoxCount);
   l.pairs = l.renewed + 4 * uint64_t(h.renewedCount);
   l.overrides = l.pairs + kPairBytes * h.pairCount;
