@@ -102,12 +102,12 @@ struct BroadPhaseConfig {
   int threads = 0;
   tbb::task_arena* arena = nullptr;  ///< share an engine's arena (then `threads` is ignored)
   /// Const queries may run on other threads while update() and the
-  /// mutators run: they read a query structure of their own (a Bvh), which
-  /// update() brings to the new frame in a short publish at its end, under
-  /// an exclusive lock (see the file comment, QueryFrame, and
-  /// docs/threading.md, "Queries during update"). Costs that publish each
-  /// frame and a second copy of the boxes; false, the default: queries read
-  /// the pair structure and take no lock.
+  /// mutators run: they read a query structure of their own (a second
+  /// structure of the configured kind), which update() brings to the new
+  /// frame in a short publish at its end, under an exclusive lock (see the
+  /// file comment, QueryFrame, and docs/threading.md, "Queries during
+  /// update"). Costs that publish each frame and a second structure; false,
+  /// the default: queries read the pair structure and take no lock.
   bool concurrentQueries = false;
   /// Fat-box margin of the tree (Structure::bvh), world units. 0, the
   /// default, keeps exact boxes in the leaves: measured fastest on every

@@ -84,7 +84,7 @@ BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
   scheduler_ = config_.arena ? std::make_unique<Scheduler>(*config_.arena)
                              : std::make_unique<Scheduler>(config_.threads);
   structure_ = makeStructure();
-  if (config_.concurrentQueries) view_ = std::make_unique<QueryView>(config_);
+  if (config_.concurrentQueries) view_ = std::make_unique<QueryView>(makeStructure());
 }
 
 // `automatic` is the sweep: measured fastest for a frame's pairs on every

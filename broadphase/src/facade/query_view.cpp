@@ -20,7 +20,7 @@ thread_local const BroadPhase::QueryFrame* tFrames = nullptr;
 
 // --- QueryView ----------------------------------------------------------------
 
-BroadPhase::QueryView::QueryView(const BroadPhaseConfig& config) : side(Side::makeBvh(config)) {}
+BroadPhase::QueryView::QueryView(std::unique_ptr<Side> structure) : side(std::move(structure)) {}
 
 void BroadPhase::QueryView::forget(uint32_t proxy) {
   if (!has(proxy)) return;  // its add is not published: no query reports it
@@ -71,7 +71,8 @@ void BroadPhase::QueryView::publish(const BroadPhase& bp) {
     }
     for (const uint32_t p : userDataSet)
       if (live[p]) userData[p] = bp.userData_[p];
-    if (!moveIds.empty()) side->bvh->moveUnchecked(moveIds, bp.moveBoxes_, *bp.scheduler_);
+    if (!moveIds.empty())
+      side->visit([&](auto& s) { s.moveUnchecked(moveIds, bp.moveBoxes_, *bp.scheduler_); });
     side->update(*bp.scheduler_);
     ++frame;
   }
@@ -82,7 +83,7 @@ void BroadPhase::QueryView::publish(const BroadPhase& bp) {
 
 void BroadPhase::QueryView::rebuild(const BroadPhase& bp) {
   const uint32_t n = static_cast<uint32_t>(bp.rules_.size());
-  std::unique_ptr<Side> fresh = Side::makeBvh(bp.config_);
+  std::unique_ptr<Side> fresh = bp.makeStructure();
   std::vector<ProxyId> freshInner(n, ProxyId{});
   std::vector<uint8_t> freshLive(n, 0);
   for (uint32_t p = 0; p < n; ++p) {

@@ -2,10 +2,12 @@
 // BroadPhaseConfig::concurrentQueries is set, and BroadPhase::QueryRead, one
 // query's hold on whichever structure it reads.
 //
-// The view is a second structure (always a Bvh: it casts rays faster than
-// the sweep, docs/performance.md "Rays") with its own slot -> proxy map and
-// its own copy of what queries read: each proxy's filter, its user data as
-// of the published frame, and whether it is there. update() never touches
+// The view is a second structure of the configured kind (makeStructure():
+// a Bvh for Structure::bvh, else a SweepGrid), with its own slot -> proxy
+// map and its own copy of what queries read: each proxy's filter, its user
+// data as of the published frame, and whether it is there. (A Bvh view
+// behind the sweep cast no faster through the facade, and its rebuilds held
+// the lock for up to 170 ms: docs/decisions.md.) update() never touches
 // it until its last step, publish(), which applies the frame's removes,
 // adds and moves under the exclusive lock; queries take the lock shared.
 // Between updates the writer takes the lock only to write what queries
@@ -37,7 +39,7 @@ struct BroadPhase::QueryView {
   // in glibc prefers readers).
   mutable std::shared_mutex mutex;
   mutable std::mutex gate;
-  std::unique_ptr<Side> side;      // a Bvh; side->outer maps its slots to proxies
+  std::unique_ptr<Side> side;      // side->outer maps its slots to proxies
   std::vector<Rules> rules;        // per proxy index: the filter queries test
   std::vector<uint64_t> userData;  // per proxy index: as of the published frame
   std::vector<uint8_t> live;       // per proxy index: 1 while a query may report it
@@ -50,7 +52,7 @@ struct BroadPhase::QueryView {
   std::vector<uint32_t> userDataSet;  // proxies given user data since the last publish
   std::vector<ProxyId> moveIds;       // publish(): the frame's moves, in `side`'s handles
 
-  explicit QueryView(const BroadPhaseConfig& config);
+  explicit QueryView(std::unique_ptr<Side> structure);
 
   void lockShared() const {
     const std::lock_guard g(gate);
