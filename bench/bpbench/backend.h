@@ -127,6 +127,7 @@ std::unique_ptr<Backend> makeEmbree();
 std::unique_ptr<Backend> makeBvh();
 std::unique_ptr<Backend> makeSweep();
 std::unique_ptr<Backend> makeAuto();
+std::unique_ptr<Backend> makeAutoConcurrentQueries();
 
 // Shared helper for "all hits": runs `one(ray, hits)` (which appends the
 // sorted hits of one ray) for each ray, in chunks over the scheduler, and

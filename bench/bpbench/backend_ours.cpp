@@ -141,12 +141,17 @@ namespace {
 // carry their scene id as user data; a frame is move() of the batch and
 // update(); pairs come back in proxy indices and are mapped to scene ids
 // (identity unless churn reordered the slots).
+// `auto-cq` is the same with BroadPhaseConfig::concurrentQueries: its frames
+// include the publish to the query structure, and its rays go through that
+// structure (a Bvh), on the calling thread.
 class FacadeBackend final : public Backend {
  public:
+  explicit FacadeBackend(bool concurrentQueries) : concurrentQueries_(concurrentQueries) {}
   void build(const Scene& scene, Scheduler& scheduler) override {
     bp::BroadPhaseConfig config;
     config.structure = bp::Structure::automatic;
     config.threads = scheduler.threadCount();
+    config.concurrentQueries = concurrentQueries_;
     bp_ = std::make_unique<bp::BroadPhase>(config);
     // The float frame's zero at the offset (as a float), so the scene's
     // relative coordinates stay small.
@@ -234,6 +239,7 @@ class FacadeBackend final : public Backend {
     sceneOf_[h.index] = id;
   }
 
+  bool concurrentQueries_;
   std::unique_ptr<bp::BroadPhase> bp_;
   std::vector<bp::ProxyId> handles_;  // by scene id
   std::vector<uint32_t> sceneOf_;     // scene id by proxy index
@@ -243,6 +249,10 @@ class FacadeBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> makeAuto() { return std::make_unique<FacadeBackend>(); }
+std::unique_ptr<Backend> makeAuto() { return std::make_unique<FacadeBackend>(false); }
+
+std::unique_ptr<Backend> makeAutoConcurrentQueries() {
+  return std::make_unique<FacadeBackend>(true);
+}
 
 }  // namespace bpbench

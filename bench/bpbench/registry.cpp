@@ -9,7 +9,7 @@ namespace {
 
 constexpr unsigned kRays = kRaysClosest | kRaysAny | kRaysAll;
 
-std::array<BackendInfo, 7> makeTable() {
+std::array<BackendInfo, 8> makeTable() {
 #ifdef BPBENCH_HAVE_BULLET
   constexpr Factory dbvt = &makeBulletDbvt, sap = &makeBulletSap;
 #else
@@ -30,18 +30,23 @@ std::array<BackendInfo, 7> makeTable() {
        sap, "Bullet (pkg-config bullet) not found at configure time", 0},
       {"embree", "Embree 3 user-geometry boxes, rtcIntersect1/rtcOccluded1 loop, one thread",
        kRaysClosest | kRaysAny, embree, "Embree 3 (find_package(embree 3)) not found", 0},
-      {"bvh", "bp::Bvh (broadphase/src/bvh/bvh.h)", kPairs | kRays | kChurn | kThreaded, &makeBvh, "", 0},
-      {"sweep", "bp::SweepGrid (broadphase/src/sweep/sweep_grid.h)", kPairs | kRays | kChurn | kThreaded,
-       &makeSweep, "", 0},
+      {"bvh", "bp::Bvh (broadphase/src/bvh/bvh.h)", kPairs | kRays | kChurn | kThreaded, &makeBvh,
+       "", 0},
+      {"sweep", "bp::SweepGrid (broadphase/src/sweep/sweep_grid.h)",
+       kPairs | kRays | kChurn | kThreaded, &makeSweep, "", 0},
       {"auto", "bp::BroadPhase (broadphase/broad_phase.h) in automatic mode",
        kPairs | kRays | kChurn | kThreaded, &makeAuto, "", 0},
+      {"auto-cq",
+       "bp::BroadPhase in automatic mode with concurrentQueries (a query Bvh published each "
+       "frame)",
+       kPairs | kRays | kChurn | kThreaded, &makeAutoConcurrentQueries, "", 0},
   }};
 }
 
 }  // namespace
 
 std::span<const BackendInfo> allBackends() {
-  static const std::array<BackendInfo, 7> table = makeTable();
+  static const std::array<BackendInfo, 8> table = makeTable();
   return table;
 }
 

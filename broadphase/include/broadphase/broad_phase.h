@@ -18,6 +18,17 @@
 /// exception, so that no query ever names a dead proxy: a removed proxy is
 /// not reported from the moment remove() returns.
 ///
+/// With BroadPhaseConfig::concurrentQueries, queries may also run on other
+/// threads while one thread (the writer) runs update() and the mutators.
+/// They read a query structure of their own, which update() leaves alone
+/// until a short publish at its end: queries answer against the last
+/// completed frame throughout, and wait only while a publish, a remove(), a
+/// setFilter() or a shiftOrigin() writes what they read. QueryFrame tells a
+/// query thread which frame it saw and gives that frame's user data. The
+/// other const members (userData(), handleOf(), desc(), contains(),
+/// proxyCount(), lastPairs()) read the writer's state: call them on the
+/// writer's thread, or where the engine knows the writer is idle.
+///
 /// Errors: a call that rejects its input reports an ErrorCode and a message
 /// before changing anything (error.h): to the error handler if one is
 /// installed, after which the call returns at once with the fallback value
@@ -108,6 +119,14 @@ struct BroadPhaseConfig {
   /// BroadPhase lives.
   int threads = 0;
   tbb::task_arena* arena = nullptr;  ///< share an engine's arena (then `threads` is ignored)
+  /// Const queries may run on other threads while update() and the
+  /// mutators run: they read a query structure of their own (a second
+  /// structure of the configured kind), which update() brings to the new
+  /// frame in a short publish at its end, under an exclusive lock (see the
+  /// file comment, QueryFrame, and docs/threading.md, "Queries during
+  /// update"). Costs that publish each frame and a second structure; false,
+  /// the default: queries read the pair structure and take no lock.
+  bool concurrentQueries = false;
   /// Fat-box margin of the tree (Structure::bvh), world units. 0, the
   /// default, keeps exact boxes in the leaves: measured fastest on every
   /// standard scene (see BvhConfig::margin); a margin pays off only when most
@@ -263,7 +282,44 @@ class BroadPhase {
   /// integration). A no-op on one thread.
   void wakeWorkers() { scheduler_->wake(); }
 
-  // --- Queries: const, thread-safe between updates, see the last update(). ---
+  /// A query thread's hold on the published frame (concurrentQueries). While
+  /// it lives, every query this thread makes on the BroadPhase answers
+  /// against one frame, index(), and userData() gives that frame's user
+  /// data. The publish at the end of update(), remove(), setFilter() and
+  /// shiftOrigin() wait until it is destroyed: hold it briefly. A query made
+  /// without one takes the same hold for its own duration. Made on the stack
+  /// of the querying thread (not movable); frames nest. The thread that
+  /// calls update() or a mutator must not hold one (it would wait for
+  /// itself). Without concurrentQueries it reports invalidArgument;
+  /// fallback: a frame that holds nothing, with index() 0 and userData() as
+  /// BroadPhase::userData().
+  class QueryFrame {
+   public:
+    /// Takes the hold (shared with other query threads).
+    explicit QueryFrame(const BroadPhase& broadphase);
+    ~QueryFrame();  ///< releases the hold
+    QueryFrame(const QueryFrame&) = delete;
+    QueryFrame& operator=(const QueryFrame&) = delete;
+    /// The publishes before this frame: 0 before the first update(), then
+    /// one more per update() (either form, also one that reports
+    /// capacityExceeded) and per shiftOrigin().
+    uint64_t index() const { return index_; }
+    /// The user data a proxy has in this frame (what its pairs of the frame
+    /// carry; a later setUserData() shows from the next publish). Rejects
+    /// staleHandle for an index no query of the frame reports (never added,
+    /// added after the frame, or removed); fallback 0.
+    uint64_t userData(uint32_t proxy) const;
+
+   private:
+    friend class BroadPhase;
+    const BroadPhase& owner_;
+    const QueryFrame* below_;  // the frame this thread made before (a per-thread stack)
+    uint64_t index_ = 0;
+    bool locked_ = false;  // this frame took the lock (the outermost of its BroadPhase)
+  };
+
+  // --- Queries: const, thread-safe between updates (during them with
+  // concurrentQueries), see the last update(). ---
   // Every query takes a filter: a proxy is reported only when the filter and
   // the proxy's filter accept each other. Results are proxy indices
   // (userData(index) gives the engine's data). Fallbacks of a rejected
@@ -412,6 +468,10 @@ class BroadPhase {
   struct Side;         // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
   struct DoubleWorld;  // facade/double_world.h: origin() and the double proxies' boxes
   struct StateCodec;   // saveState and loadState (broad_phase_state.cpp)
+  // concurrentQueries: what queries read, and a query's hold on it.
+  struct QueryView;
+  struct QueryRead;
+  std::unique_ptr<QueryView> view_;
   // kRehome: a pending add of a proxy whose old slot is still in the
   // structure (queued in pendingRemoves_), after a change between static and
   // moving. Queries still find it there until the update.
@@ -454,9 +514,9 @@ class BroadPhase {
   bool checkDoubleShift(const Vec3& offset) const;
   void applyDoubleShift(const Vec3& offset);
   bool checkDoubleRay(const DVec3& start, const DVec3& direction, double length,
-                      const char* what) const;
+                      const DVec3& frameOrigin, const char* what) const;
   template <class Fn>
-  void walkDoubleRay(const DRay& ray, const Filter& filter, Fn&& fn) const;
+  void walkDoubleRay(const QueryRead& read, const DRay& ray, const Filter& filter, Fn&& fn) const;
   std::string validateDouble() const;
 
   BroadPhaseConfig config_;

@@ -8,6 +8,7 @@
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
 #include "facade/layer_check.h"
+#include "facade/query_view.h"
 
 #include <tbb/parallel_sort.h>
 
@@ -90,6 +91,7 @@ BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
   scheduler_ = config_.arena ? std::make_unique<Scheduler>(*config_.arena)
                              : std::make_unique<Scheduler>(config_.threads);
   structure_ = makeStructure();
+  if (config_.concurrentQueries) view_ = std::make_unique<QueryView>(makeStructure());
 }
 
 // `automatic` is the sweep: measured fastest for a frame's pairs on every
@@ -195,6 +197,7 @@ void BroadPhase::removeChecked(ProxyId id) {
     // may be reused by the next add before the update). A rehomed proxy's
     // old slot is queued for removal already.
     structure_->forget(inner_[i].index);
+    if (view_) view_->forget(i);
     if (!(state_[i] & kRehome)) pendingRemoves_.push_back(inner_[i]);
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
@@ -329,11 +332,13 @@ void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
   Rules& r = rules_[id.index];
   special_ += uint32_t(isSpecial(r.motion, filter)) - uint32_t(isSpecial(r.motion, r.filter));
   r.filter = filter;
+  if (view_) view_->setFilter(id.index, filter);
 }
 
 void BroadPhase::setUserData(ProxyId id, uint64_t userData) {
   if (!checkLive(id, "setUserData")) return;
   userData_[id.index] = userData;
+  if (view_) view_->userDataSet.push_back(id.index);
 }
 
 void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
@@ -403,6 +408,7 @@ void BroadPhase::applyPending() {
     if (!(state_[i] & kPendingAdd)) continue;  // removed before it arrived, or a duplicate
     inner_[i] = side.add(boxes_[i], rules_[i].motion == MotionType::staticBody, rules_[i].layer, i);
     state_[i] = kInStructure;
+    if (view_) view_->added.push_back(i);
   }
   pendingAdds_.clear();
 
@@ -413,8 +419,14 @@ void BroadPhase::applyPending() {
   // not counted. No index is listed twice (a listed proxy is pending until
   // this point, and a removed one comes back only as a pending add, which
   // moves do not list), so the chunks gather side by side.
+  // moveIds_ and moveBoxes_ hold the frame's moves until the next frame
+  // (the query structure's publish reads them).
   const uint32_t n = static_cast<uint32_t>(pendingMoves_.size());
-  if (n == 0) return;
+  if (n == 0) {
+    moveIds_.clear();
+    moveBoxes_.clear();
+    return;
+  }
   const bool parallel = scheduler_->threadCount() > 1 && n >= kParallelMoves;
   const EvenChunks split = parallel
                                ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
@@ -630,11 +642,13 @@ const FramePairs& BroadPhase::update() {
   std::swap(previous_, pairs_);
   if (!collectPairs(pairs_)) {
     std::swap(previous_, pairs_);  // keep the last frame's pairs as they were
+    if (view_) view_->publish(*this);
     reportError(ErrorCode::capacityExceeded, overMaxPairs(config_.maxPairs));
     return frame_;
   }
   computeEvents();
   frame_ = {pairs_, begun_, ended_};
+  if (view_) view_->publish(*this);
   return frame_;
 }
 
@@ -644,6 +658,7 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   applyPending();
   Side& main = *structure_;
   if (!findStructurePairs()) {  // over maxPairs: reported before `consume` sees a pair
+    if (view_) view_->publish(*this);
     reportError(ErrorCode::capacityExceeded, overMaxPairs(config_.maxPairs));
     return;
   }
@@ -671,6 +686,7 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   for (uint32_t r : renewedList_) renewed_[r] = 0;
   renewedList_.clear();
   frame_ = {};
+  if (view_) view_->publish(*this);
 }
 
 // --- Large worlds -------------------------------------------------------------
@@ -701,6 +717,7 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
   // structure (not its pairs), so that queries answer at once.
   rebuild();
   structure_->update(*scheduler_);
+  if (view_) view_->rebuild(*this);
 }
 
 // --- Introspection ------------------------------------------------------------
@@ -731,6 +748,7 @@ std::string BroadPhase::validate() const {
   if (inStructures + waiting != pool_.liveCount() + pendingRemoves_.size())
     return "structures hold " + std::to_string(inStructures) + " proxies, expected " +
            std::to_string(pool_.liveCount() + pendingRemoves_.size() - waiting);
+  if (view_) return view_->validate(*this);
   return {};
 }
 
@@ -747,7 +765,7 @@ size_t BroadPhase::memoryBytes() const {
       (pairs_.capacity() + previous_.capacity() + begun_.capacity() + ended_.capacity()) *
           sizeof(ProxyPair);
   if (dworld_) bytes += sizeof(DoubleWorld) + dworld_->memoryBytes();
-  return bytes + structure_->memoryBytes();
+  return bytes + structure_->memoryBytes() + (view_ ? view_->memoryBytes() : 0);
 }
 
 }  // namespace bp

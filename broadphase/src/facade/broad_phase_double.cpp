@@ -10,6 +10,7 @@
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
 #include "facade/layer_check.h"
+#include "facade/query_view.h"
 
 #include <algorithm>
 #include <cmath>
@@ -268,15 +269,16 @@ void BroadPhase::queryBox(const DAabb& box, OverlapCallback callback, const Filt
     reportError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
     return;
   }
-  const DVec3 o = origin();
+  const QueryRead read(*this);
+  const DVec3 o = read.origin();
   Aabb frame;
   if (!frameQuery(box, o, frame)) return;
-  const DoubleWorld* w = dworld_.get();
-  const Side& side = *structure_;
+  const DoubleWorld* w = read.dworld;
+  const Side& side = read.side;
   side.visit([&](const auto& s) {
     s.queryBox(frame, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
       if (!overlaps(worldOf(w, o, s.box(slot), p), box)) return true;
       return callback(p);
     });
@@ -289,15 +291,16 @@ void BroadPhase::queryPoint(const DVec3& point, OverlapCallback callback,
     reportError(ErrorCode::invalidArgument, "queryPoint: the point is not finite");
     return;
   }
-  const DVec3 o = origin();
+  const QueryRead read(*this);
+  const DVec3 o = read.origin();
   Aabb frame;
   if (!frameQuery(DAabb{point, point}, o, frame)) return;
-  const DoubleWorld* w = dworld_.get();
-  const Side& side = *structure_;
+  const DoubleWorld* w = read.dworld;
+  const Side& side = read.side;
   side.visit([&](const auto& s) {
     s.queryBox(frame, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
       if (!containsPoint(worldOf(w, o, s.box(slot), p), point)) return true;
       return callback(p);
     });
@@ -305,9 +308,9 @@ void BroadPhase::queryPoint(const DVec3& point, OverlapCallback callback,
 }
 
 bool BroadPhase::checkDoubleRay(const DVec3& start, const DVec3& direction, double length,
-                                const char* what) const {
+                                const DVec3& frameOrigin, const char* what) const {
   std::string why = describeInvalidRay(start, direction, length);
-  if (why.empty() && !(maxAbs(start - origin()) <= double(kMaxCoordinate)))
+  if (why.empty() && !(maxAbs(start - frameOrigin) <= double(kMaxCoordinate)))
     why = "ray origin lies farther than 2^24 from the origin on some axis (use shiftOrigin)";
   if (why.empty()) return true;
   reportError(ErrorCode::invalidRay, std::string(what) + ": " + why);
@@ -320,8 +323,9 @@ bool BroadPhase::checkDoubleRay(const DVec3& start, const DVec3& direction, doub
 // docs/large_worlds.md), so every box the double ray enters is offered.
 // fn(proxy, worldBox) decides in double and returns the walk's new reach.
 template <class Fn>
-void BroadPhase::walkDoubleRay(const DRay& ray, const Filter& filter, Fn&& fn) const {
-  const DVec3 o = origin();
+void BroadPhase::walkDoubleRay(const QueryRead& read, const DRay& ray, const Filter& filter,
+                               Fn&& fn) const {
+  const DVec3 o = read.origin();
   const DVec3 rel = ray.origin - o;
   // Every stored box lies within kMaxCoordinate of the frame's zero, and so
   // does the ray's origin: nothing lies farther along the ray than this.
@@ -333,12 +337,12 @@ void BroadPhase::walkDoubleRay(const DRay& ray, const Filter& filter, Fn&& fn) c
   const double margin =
       0x1p-20 * (maxAbs(rel) + reach) + 0x1p-50 * (maxAbs(o) + maxAbs(ray.origin) + reach);
   const Vec3 grow = Vec3::Constant(roundUp(margin));
-  const DoubleWorld* w = dworld_.get();
-  const Side& side = *structure_;
+  const DoubleWorld* w = read.dworld;
+  const Side& side = read.side;
   side.visit([&](const auto& s) {
     s.castBox(grow, frameRay, [&](uint32_t slot, float) -> float {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return kInfinity;
+      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return kInfinity;
       return fn(p, worldOf(w, o, s.box(slot), p));
     });
   });
@@ -346,14 +350,15 @@ void BroadPhase::walkDoubleRay(const DRay& ray, const Filter& filter, Fn&& fn) c
 
 DRayHit BroadPhase::castRay(const DVec3& start, const DVec3& direction, double length,
                             RayQuery kind, const Filter& filter) const {
-  if (!checkDoubleRay(start, direction, length, "castRay")) return DRayHit{};
+  const QueryRead read(*this);
+  if (!checkDoubleRay(start, direction, length, read.origin(), "castRay")) return DRayHit{};
   if (kind == RayQuery::all) {
     reportError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
     return DRayHit{};
   }
   const DRay ray = makeRay(start, direction, length);
   DRayHit best;
-  walkDoubleRay(ray, filter, [&](uint32_t p, const DAabb& box) -> float {
+  walkDoubleRay(read, ray, filter, [&](uint32_t p, const DAabb& box) -> float {
     double t;
     if (!intersectRayAabb(ray, box, t)) return kInfinity;
     const DRayHit h{p, t};
@@ -370,9 +375,10 @@ DRayHit BroadPhase::castRay(const DVec3& start, const DVec3& direction, double l
 void BroadPhase::castRayAll(const DVec3& start, const DVec3& direction, double length,
                             std::vector<DRayHit>& out, const Filter& filter) const {
   out.clear();
-  if (!checkDoubleRay(start, direction, length, "castRayAll")) return;
+  const QueryRead read(*this);
+  if (!checkDoubleRay(start, direction, length, read.origin(), "castRayAll")) return;
   const DRay ray = makeRay(start, direction, length);
-  walkDoubleRay(ray, filter, [&](uint32_t p, const DAabb& box) -> float {
+  walkDoubleRay(read, ray, filter, [&](uint32_t p, const DAabb& box) -> float {
     double t;
     if (intersectRayAabb(ray, box, t)) out.push_back({p, t});
     return kInfinity;
@@ -396,17 +402,20 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
     reportError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
     return;
   }
-  const Side& side = *structure_;
+  const QueryRead read(*this);
+  const Side& side = read.side;
   const uint32_t total = side.proxyCount();
   if (total == 0) return;
-  const DVec3 o = origin();
-  const DoubleWorld* w = dworld_.get();
+  const DVec3 o = read.origin();
+  const DoubleWorld* w = read.dworld;
   const DVec3 rel = point - o;
   const float limit = kMaxCoordinate;
   auto clampToFrame = [&](double v) { return std::clamp(float(v), -limit, limit); };
   const Vec3 framePoint(clampToFrame(rel.x), clampToFrame(rel.y), clampToFrame(rel.z));
   side.visit([&](const auto& s) {
-    auto usable = [&](uint32_t p) { return p != kNullIndex && filter.accepts(rules_[p].filter); };
+    auto usable = [&](uint32_t p) {
+      return p != kNullIndex && filter.accepts(read.rules[p].filter);
+    };
     auto exact = [&](uint32_t slot, uint32_t p) {
       return DNeighbour{p, distanceSquared(worldOf(w, o, s.box(slot), p), point)};
     };

@@ -1,10 +1,13 @@
 // BroadPhase queries: the structure's callback forms, mapped to proxy indices
 // and filtered inside the traversal, so results (including ties, which go to
 // the lower proxy index) are the same whichever structure is configured.
+// Each query reads through a QueryRead (query_view.h): the main structure,
+// or with concurrentQueries the query structure under its lock.
 #include <broadphase/broad_phase.h>
 
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
+#include "facade/query_view.h"
 
 #include <algorithm>
 #include <limits>
@@ -54,11 +57,12 @@ void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filte
     reportError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
     return;
   }
-  const Side& side = *structure_;
+  const QueryRead read(*this);
+  const Side& side = read.side;
   side.visit([&](const auto& s) {
     s.queryBox(box, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
       return callback(p);
     });
   });
@@ -67,11 +71,12 @@ void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filte
 void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
                             const Filter& filter) const {
   if (!checkPoint(point, "queryPoint")) return;
-  const Side& side = *structure_;
+  const QueryRead read(*this);
+  const Side& side = read.side;
   side.visit([&](const auto& s) {
     s.queryPoint(point, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
       return callback(p);
     });
   });
@@ -124,17 +129,19 @@ RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) 
     reportError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
     return RayHit{};
   }
-  return castOne(*structure_, ray, kind, filter, rules_);
+  const QueryRead read(*this);
+  return castOne(read.side, ray, kind, filter, read.rules);
 }
 
 void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter) const {
   out.clear();
   if (!checkRay(ray, "castRayAll")) return;
-  const Side& side = *structure_;
+  const QueryRead read(*this);
+  const Side& side = read.side;
   side.visit([&](const auto& s) {
     s.castRay(ray, [&](uint32_t slot, float t) -> float {
       const uint32_t p = side.outer[slot];
-      if (p != kNullIndex && filter.accepts(rules_[p].filter)) out.push_back({p, t});
+      if (p != kNullIndex && filter.accepts(read.rules[p].filter)) out.push_back({p, t});
       return kInfinity;
     });
   });
@@ -145,11 +152,12 @@ void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length
                          RayCallback callback, const Filter& filter) const {
   if (!checkRay(origin, direction, length, "castRay")) return;
   const Ray r = makeRay(origin, direction, length);
-  const Side& side = *structure_;
+  const QueryRead read(*this);
+  const Side& side = read.side;
   side.visit([&](const auto& s) {
     castThrough(s, r, [&](uint32_t slot, float t) -> float {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return kInfinity;
+      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return kInfinity;
       return callback(p, t);
     });
   });
@@ -173,10 +181,18 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
       return reject(ErrorCode::invalidRay, "castRays: ray " + std::to_string(k) + ": " +
                                                describeInvalidRay(r.origin, r.direction, r.maxT));
   // Each ray writes only its own slot: the result is the same for any split.
-  scheduler_->forEach(0, uint32_t(rays.size()), 256, [&](uint32_t begin, uint32_t end) {
+  // A query structure's rays stay on the calling thread: a query thread
+  // then never waits for, nor takes, the workers of the frame it runs
+  // beside.
+  const QueryRead read(*this);
+  auto cast = [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k)
-      out[k] = castOne(*structure_, rays[k], kind, filter, rules_);
-  });
+      out[k] = castOne(read.side, rays[k], kind, filter, read.rules);
+  };
+  if (read.concurrent)
+    cast(0, uint32_t(rays.size()));
+  else
+    scheduler_->forEach(0, uint32_t(rays.size()), 256, cast);
 }
 
 void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
@@ -188,7 +204,8 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
     return;
   }
   std::vector<Neighbour> found;
-  const Side& side = *structure_;
+  const QueryRead read(*this);
+  const Side& side = read.side;
   // Fetch more until k accepted neighbours are in hand and the last one
   // fetched is strictly farther than the k-th: then no tie at the boundary
   // can be lost to the structure's own (slot) order.
@@ -200,7 +217,7 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
     float kth = kInfinity;
     auto usable = [&](const Neighbour& n) {
       const uint32_t p = side.outer[n.proxy];
-      return p != kNullIndex && filter.accepts(rules_[p].filter);
+      return p != kNullIndex && filter.accepts(read.rules[p].filter);
     };
     for (const Neighbour& n : found)
       if (usable(n) && ++accepted == k) {
@@ -213,7 +230,8 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
   }
   for (const Neighbour& n : found) {
     const uint32_t p = side.outer[n.proxy];
-    if (p != kNullIndex && filter.accepts(rules_[p].filter)) out.push_back({p, n.distanceSquared});
+    if (p != kNullIndex && filter.accepts(read.rules[p].filter))
+      out.push_back({p, n.distanceSquared});
   }
   std::sort(out.begin(), out.end(), neighbourBefore);
   if (out.size() > k) out.resize(k);
@@ -235,11 +253,12 @@ RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec
   const float slack = 1e-4f * (1.0f + sweep.extent().maxCoeff());
   sweep = fatten(sweep, slack);
   RayHit best;
-  const Side& side = *structure_;
+  const QueryRead read(*this);
+  const Side& side = read.side;
   side.visit([&](const auto& s) {
     s.queryBox(sweep, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(rules_[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
       const Aabb& b = s.box(slot);
       const Aabb grown{b.min - halfExtent, b.max + halfExtent};
       float t;

@@ -17,6 +17,7 @@
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
 #include "facade/layer_check.h"
+#include "facade/query_view.h"
 #include "facade/state_codec.h"
 
 #include <algorithm>
@@ -552,6 +553,7 @@ void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
   b.ended_ = std::move(d.ended);
   b.previous_.clear();
   b.frame_ = {b.pairs_, b.begun_, b.ended_};
+  if (b.view_) b.view_->rebuild(b);  // concurrentQueries: queries see the loaded frame
 }
 
 }  // namespace bp

@@ -1,0 +1,238 @@
+// BroadPhase::QueryView, BroadPhase::QueryRead and BroadPhase::QueryFrame:
+// queries while update() runs (BroadPhaseConfig::concurrentQueries).
+#include "facade/query_view.h"
+
+#include "common/report_error.h"
+
+#include <mutex>
+
+namespace bp {
+
+namespace {
+
+// The QueryFrames the calling thread holds, newest first (a stack through
+// QueryFrame::below_): a query on a BroadPhase whose frame this thread holds
+// takes no second lock (a recursive shared lock is undefined, and would
+// deadlock behind a waiting writer).
+thread_local const BroadPhase::QueryFrame* tFrames = nullptr;
+
+}  // namespace
+
+// --- QueryView ----------------------------------------------------------------
+
+BroadPhase::QueryView::QueryView(std::unique_ptr<Side> structure) : side(std::move(structure)) {}
+
+void BroadPhase::QueryView::forget(uint32_t proxy) {
+  if (!has(proxy)) return;  // its add is not published: no query reports it
+  const ProxyId h = inner[proxy];
+  {
+    const auto lock = lockExclusive();
+    side->forget(h.index);
+    live[proxy] = 0;
+  }
+  removed.push_back(h);
+  inner[proxy].index = kNullIndex;
+}
+
+void BroadPhase::QueryView::setFilter(uint32_t proxy, const Filter& filter) {
+  if (!has(proxy)) return;  // publish() copies it with the add
+  const auto lock = lockExclusive();
+  rules[proxy].filter = filter;
+}
+
+bool BroadPhase::QueryView::stageDoubles(const BroadPhase& bp) {
+  const DoubleWorld* w = bp.dworld_.get();
+  if (w == nullptr) return false;
+  // Assignments into kept buffers: a steady frame does not allocate.
+  stagedDoubles.origin = w->origin;
+  stagedDoubles.applied.assign(w->applied.begin(), w->applied.end());
+  stagedDoubles.isDouble.assign(w->isDouble.begin(), w->isDouble.end());
+  stagedDoubles.count = w->count;
+  return true;
+}
+
+void BroadPhase::QueryView::swapDoubles(bool present) {
+  doubleWorld = present;
+  if (!present) return;
+  std::swap(doubles.origin, stagedDoubles.origin);
+  doubles.applied.swap(stagedDoubles.applied);
+  doubles.isDouble.swap(stagedDoubles.isDouble);
+  std::swap(doubles.count, stagedDoubles.count);
+}
+
+void BroadPhase::QueryView::publish(const BroadPhase& bp) {
+  // Outside the lock, from the writer's own state: the frame's moves (left
+  // by applyPending() in moveIds_/moveBoxes_, in the main structure's
+  // handles) in this structure's handles. A moved proxy was in the view
+  // before the frame and is neither added nor removed in it: a proxy whose
+  // add is pending takes its box with the add, and a removed one is not
+  // kept among the moves.
+  const std::vector<uint32_t>& mainOuter = bp.structure_->outer;
+  moveIds.resize(bp.moveIds_.size());
+  for (size_t k = 0; k < moveIds.size(); ++k) moveIds[k] = inner[mainOuter[bp.moveIds_[k].index]];
+  const size_t n = bp.rules_.size();
+  if (inner.size() < n) inner.resize(n, ProxyId{});
+  const bool doublesNow = stageDoubles(bp);
+  {
+    const auto lock = lockExclusive();
+    swapDoubles(doublesNow);
+    if (rules.size() < n) {
+      rules.resize(n);
+      userData.resize(n);
+      live.resize(n, 0);
+    }
+    // Removes first, so that a slot freed here can take an add.
+    for (const ProxyId h : removed) side->remove(h);
+    for (const uint32_t p : added) {
+      if (has(p)) side->remove(inner[p]);  // a rehome: out of its old part
+      const Rules& r = bp.rules_[p];
+      inner[p] = side->add(bp.boxes_[p], r.motion == MotionType::staticBody, 0, p);
+      rules[p] = r;
+      userData[p] = bp.userData_[p];
+      live[p] = 1;
+    }
+    for (const uint32_t p : userDataSet)
+      if (live[p]) userData[p] = bp.userData_[p];
+    if (!moveIds.empty())
+      side->visit([&](auto& s) { s.moveUnchecked(moveIds, bp.moveBoxes_, *bp.scheduler_); });
+    side->update(*bp.scheduler_);
+    ++frame;
+  }
+  removed.clear();
+  added.clear();
+  userDataSet.clear();
+}
+
+// What the writer's structure holds, proxy by proxy, with the box it holds
+// there (after shiftOrigin every live proxy, at its box; after loadState
+// the proxies in the structure, at the boxes the saved queries saw).
+void BroadPhase::QueryView::rebuild(const BroadPhase& bp) {
+  const uint32_t n = static_cast<uint32_t>(bp.rules_.size());
+  std::unique_ptr<Side> fresh = bp.makeStructure();
+  std::vector<ProxyId> freshInner(n, ProxyId{});
+  std::vector<uint8_t> freshLive(n, 0);
+  const Side& main = *bp.structure_;
+  for (uint32_t p = 0; p < n; ++p) {
+    if (!bp.pool_.isLiveIndex(p)) continue;
+    const uint8_t s = bp.state_[p];
+    if ((s & kPendingAdd) && !(s & kRehome)) continue;  // not in the structure yet
+    const Aabb box = main.visit([&](const auto& st) { return st.box(bp.inner_[p].index); });
+    freshInner[p] = fresh->add(box, bp.rules_[p].motion == MotionType::staticBody, 0, p);
+    freshLive[p] = 1;
+  }
+  const bool doublesNow = stageDoubles(bp);
+  fresh->update(*bp.scheduler_);
+  std::vector<Rules> freshRules = bp.rules_;
+  std::vector<uint64_t> freshUserData = bp.userData_;
+  {
+    const auto lock = lockExclusive();
+    side.swap(fresh);
+    rules.swap(freshRules);
+    userData.swap(freshUserData);
+    live.swap(freshLive);
+    swapDoubles(doublesNow);
+    ++frame;
+  }
+  inner.swap(freshInner);
+  removed.clear();
+  added.clear();
+  userDataSet.clear();
+}  // the old view is freed here, outside the lock
+
+std::string BroadPhase::QueryView::validate(const BroadPhase& bp) const {
+  if (std::string e = side->validate(); !e.empty()) return "query structure: " + e;
+  uint32_t inView = 0;
+  for (uint32_t p = 0; p < inner.size(); ++p) {
+    const bool present = has(p);
+    inView += present;
+    if (present != (p < live.size() && live[p]))
+      return "query structure: proxy " + std::to_string(p) + " is live there but has no slot";
+    if (!present) continue;
+    if (!bp.pool_.isLiveIndex(p))
+      return "query structure: removed proxy " + std::to_string(p) + " is still reported";
+    if (side->outer[inner[p].index] != p)
+      return "query structure: proxy " + std::to_string(p) + " maps to a slot that maps elsewhere";
+    const uint8_t s = bp.state_[p];
+    if ((s & kPendingAdd) && !(s & kRehome))
+      return "query structure: proxy " + std::to_string(p) + " is there before its add";
+  }
+  for (uint32_t p = 0; p < bp.state_.size(); ++p)
+    if (bp.pool_.isLiveIndex(p) && !(bp.state_[p] & kPendingAdd) && !has(p))
+      return "query structure: proxy " + std::to_string(p) + " is missing";
+  if (side->proxyCount() != inView + removed.size())
+    return "query structure: holds " + std::to_string(side->proxyCount()) + " proxies, expected " +
+           std::to_string(inView + removed.size());
+  return {};
+}
+
+size_t BroadPhase::QueryView::memoryBytes() const {
+  return side->memoryBytes() + doubles.memoryBytes() + stagedDoubles.memoryBytes() +
+         rules.capacity() * sizeof(Rules) +
+         userData.capacity() * sizeof(uint64_t) + live.capacity() +
+         (inner.capacity() + removed.capacity() + moveIds.capacity()) * sizeof(ProxyId) +
+         (added.capacity() + userDataSet.capacity()) * sizeof(uint32_t);
+}
+
+// --- QueryRead ----------------------------------------------------------------
+
+bool BroadPhase::QueryRead::heldHere(const BroadPhase& bp) {
+  for (const QueryFrame* f = tFrames; f != nullptr; f = f->below_)
+    if (&f->owner_ == &bp) return true;
+  return false;
+}
+
+namespace {
+// Takes the view's lock shared unless there is no view or this thread holds
+// it already; returns the view it locked, or null.
+template <class View>
+const View* lockFor(const View* view, bool held) {
+  if (view == nullptr || held) return nullptr;
+  view->lockShared();
+  return view;
+}
+}  // namespace
+
+BroadPhase::QueryRead::QueryRead(const BroadPhase& bp)
+    : locked(lockFor(bp.view_.get(), bp.view_ && heldHere(bp))),
+      side(bp.view_ ? *bp.view_->side : *bp.structure_),
+      rules(bp.view_ ? bp.view_->rules : bp.rules_),
+      dworld(bp.view_ ? bp.view_->doubleView() : bp.dworld_.get()),
+      concurrent(bp.view_ != nullptr) {}
+
+// --- QueryFrame ---------------------------------------------------------------
+
+BroadPhase::QueryFrame::QueryFrame(const BroadPhase& broadphase)
+    : owner_(broadphase), below_(tFrames) {
+  const QueryView* view = broadphase.view_.get();
+  if (view == nullptr) {
+    reportError(ErrorCode::invalidArgument,
+                "QueryFrame: the BroadPhase was built without concurrentQueries");
+    return;  // not on the stack: holds nothing
+  }
+  if (!QueryRead::heldHere(broadphase)) {
+    view->lockShared();
+    locked_ = true;
+  }
+  index_ = view->frame;
+  tFrames = this;
+}
+
+BroadPhase::QueryFrame::~QueryFrame() {
+  if (owner_.view_ == nullptr) return;
+  tFrames = below_;  // frames end in the reverse order of their making
+  if (locked_) owner_.view_->unlockShared();
+}
+
+uint64_t BroadPhase::QueryFrame::userData(uint32_t proxy) const {
+  const QueryView* view = owner_.view_.get();
+  if (view == nullptr) return owner_.userData(proxy);
+  if (proxy >= view->live.size() || !view->live[proxy]) {
+    reportError(ErrorCode::staleHandle, "QueryFrame::userData: no proxy at index " +
+                                            std::to_string(proxy) + " in frame " +
+                                            std::to_string(index_));
+    return 0;
+  }
+  return view->userData[proxy];
+}
+
+}  // namespace bp

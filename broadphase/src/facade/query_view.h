@@ -1,0 +1,124 @@
+// BroadPhase::QueryView: the structure every const query reads when
+// BroadPhaseConfig::concurrentQueries is set, and BroadPhase::QueryRead, one
+// query's hold on whichever structure it reads.
+//
+// The view is a second structure of the configured kind (makeStructure():
+// a Bvh for Structure::bvh, else a SweepGrid), with its own slot -> proxy
+// map and its own copy of what queries read: each proxy's filter, its user
+// data as of the published frame, and whether it is there. (A Bvh view
+// behind the sweep cast no faster through the facade, and its rebuilds held
+// the lock for up to 170 ms: docs/decisions.md.) update() never touches
+// it until its last step, publish(), which applies the frame's removes,
+// adds and moves under the exclusive lock; queries take the lock shared.
+// Between updates the writer takes the lock only to write what queries
+// read: remove() (the proxy vanishes at once), setFilter() (queries use the
+// new filter at once), shiftOrigin() (a fresh view swapped in).
+//
+// Double proxies (docs/large_worlds.md): queries test their exact DAabbs
+// as of the published frame, and the origin of that frame; the publish
+// copies them from the writer's DoubleWorld (outside the lock, swapped in
+// under it), since add(), move() and the update write the writer's.
+// Every proxy is in layer 0 here: queries ignore layers, and one tree (or
+// one set of cells) per part is what they walk fastest.
+//
+// Invariant between calls of the writer: a live proxy is in the view (a
+// valid inner[p]) exactly when it is in the main structure and no add of it
+// is pending, or its add is a rehome (static <-> moving: the view, as the
+// main structure, keeps it where it was until the next update).
+#pragma once
+
+#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_side.h"
+#include "facade/double_world.h"
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+namespace bp {
+
+struct BroadPhase::QueryView {
+  // --- Read by queries under `mutex` shared; written under it exclusive.
+  // Both are taken through `gate`, so that a reader arriving while the
+  // writer waits queues behind it: back to back queries from several
+  // threads cannot starve a publish (the rwlock under std::shared_mutex
+  // in glibc prefers readers).
+  mutable std::shared_mutex mutex;
+  mutable std::mutex gate;
+  std::unique_ptr<Side> side;      // side->outer maps its slots to proxies
+  std::vector<Rules> rules;        // per proxy index: the filter queries test
+  std::vector<uint64_t> userData;  // per proxy index: as of the published frame
+  std::vector<uint8_t> live;       // per proxy index: 1 while a query may report it
+  uint64_t frame = 0;              // publishes so far (QueryFrame::index)
+  DoubleWorld doubles;             // origin and applied DAabbs of the published frame
+  bool doubleWorld = false;        // whether `doubles` is in use (the writer has a DoubleWorld)
+
+  // --- The writer's alone: queries never read these.
+  std::vector<ProxyId> inner;         // proxy index -> handle in `side` (index kNullIndex: none)
+  std::vector<ProxyId> removed;       // handles to take out at the next publish (forgotten)
+  std::vector<uint32_t> added;        // proxies applyPending() put in the main structure
+  std::vector<uint32_t> userDataSet;  // proxies given user data since the last publish
+  std::vector<ProxyId> moveIds;       // publish(): the frame's moves, in `side`'s handles
+  DoubleWorld stagedDoubles;          // publish(): the next `doubles`, copied outside the lock
+
+  explicit QueryView(std::unique_ptr<Side> structure);
+
+  void lockShared() const {
+    const std::lock_guard g(gate);
+    mutex.lock_shared();
+  }
+  void unlockShared() const { mutex.unlock_shared(); }
+  std::unique_lock<std::shared_mutex> lockExclusive() const {
+    const std::lock_guard g(gate);
+    return std::unique_lock(mutex);
+  }
+
+  const DoubleWorld* doubleView() const { return doubleWorld ? &doubles : nullptr; }
+  // Copies the writer's origin and applied DAabbs into stagedDoubles; true
+  // when it has a DoubleWorld. Under the lock, swapDoubles() puts them in.
+  bool stageDoubles(const BroadPhase& bp);
+  void swapDoubles(bool present);
+
+  bool has(uint32_t proxy) const {
+    return proxy < inner.size() && inner[proxy].index != kNullIndex;
+  }
+  // remove(): the proxy stops being reported now; its slot leaves `side` at
+  // the next publish.
+  void forget(uint32_t proxy);
+  // setFilter(): queries test the new filter now (a proxy not in the view
+  // gets its filter when its add is published).
+  void setFilter(uint32_t proxy, const Filter& filter);
+  // The end of update(): the frame's removes, adds (rehomes included), user
+  // data and moves, then the structure's own update, under the lock.
+  void publish(const BroadPhase& bp);
+  // shiftOrigin(): a fresh view of every live proxy, built outside the lock
+  // and swapped in under it.
+  void rebuild(const BroadPhase& bp);
+  std::string validate(const BroadPhase& bp) const;
+  size_t memoryBytes() const;
+};
+
+// What one query reads, held for the query's duration: with a view, the view
+// under its lock shared (unless this thread holds a QueryFrame of the
+// BroadPhase already, which holds it); else the main structure, no lock.
+struct BroadPhase::QueryRead {
+  explicit QueryRead(const BroadPhase& bp);
+  DVec3 origin() const { return dworld ? dworld->origin : DVec3{}; }
+  ~QueryRead() {
+    if (locked != nullptr) locked->unlockShared();
+  }
+  QueryRead(const QueryRead&) = delete;
+  QueryRead& operator=(const QueryRead&) = delete;
+  // True when the calling thread holds a QueryFrame of `bp`.
+  static bool heldHere(const BroadPhase& bp);
+
+  const QueryView* const locked;  // first: the lock is taken before anything is read
+  const Side& side;
+  const std::vector<Rules>& rules;
+  const DoubleWorld* const dworld;  // null in a float world
+  const bool concurrent;  // reading a view (castRays then stays on the calling thread)
+};
+
+}  // namespace bp
