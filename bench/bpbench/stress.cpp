@@ -1,6 +1,6 @@
 // `bpbench stress`: a long run of one backend with motion and churn, watched
 // live on stderr, summarised at the end. Memory must stay flat: the resident
-// set at the end is compared with the one after the first 10% of the run.
+// set at the end is compared with the one half way through the run.
 #include "commands.h"
 #include "memory.h"
 #include "plot.h"
@@ -18,6 +18,10 @@
 #include <numeric>
 
 namespace bpbench {
+
+// A steady leak shows over the second half of the run as over the first.
+constexpr double kMaxGrowthPercent = 5.0;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -73,8 +77,13 @@ int commandStress(const Options& o) {
   uint64_t frames = 0, pMin = UINT64_MAX, pMax = 0;
   double pSum = 0, rssNow = 0, rssBase = 0;
   bool haveBase = false;
-  // The baseline: the RSS after the first 10% of the frame loop's time.
-  const double baseAt = 0.1 * std::max(0.0, o.seconds - buildMs / 1e3);
+  // The baseline: the RSS half way through the frame loop's time. The first
+  // half lets the allocator and the containers reach their working sizes
+  // (under churn they keep finding slightly larger high-water marks for a
+  // while: about +9 % from 10 % to 100 % of a quiet 60 s run of `auto` at
+  // 2*10^4, and more on a loaded machine, where the first tenth is few
+  // frames); a leak grows through the second half as through the first.
+  const double baseAt = 0.5 * std::max(0.0, o.seconds - buildMs / 1e3);
   std::vector<Pair> pairs;
   double lastMs = 0;
   const auto loopStart = Clock::now();
@@ -131,11 +140,11 @@ int commandStress(const Options& o) {
     exact = wrong ? "NO" : "yes";
   }
 
-  // Flat memory: end against the sample after the first 10% of the run.
+  // Flat memory: end against the sample half way through the run.
   if (!haveBase) rssBase = rssNow;  // interrupted early
   const double rssEnd = rssNow;
   const double growth = rssBase > 0 ? (rssEnd / rssBase - 1.0) * 100.0 : 0;
-  const bool growing = growth > 10.0;
+  const bool growing = growth > kMaxGrowthPercent;
 
   Row row;
   row.add("backend", info.name)
@@ -165,8 +174,8 @@ int commandStress(const Options& o) {
       "frame = moves of every moving box + churn (remove and re-add " + std::to_string(churn) +
           " proxies) + complete sorted exact pairs.",
       "p50/p99 from a log histogram with 1% bins (fixed memory); max exact.",
-      "memory: RSS at the end vs after the first 10% of the run (" + formatFixed(rssBase, 1) +
-          " MiB); flagged above +10%."};
+      "memory: RSS at the end vs half way through the run (" + formatFixed(rssBase, 1) +
+          " MiB); flagged above +" + formatFixed(kMaxGrowthPercent, 0) + "%."};
   printRows({row}, o.format,
             {{"backend", "backend"},
              {"scene", "scene"},
@@ -202,9 +211,9 @@ int commandStress(const Options& o) {
   if (growing) {
     std::fprintf(stderr,
                  "\n########## bpbench stress: MEMORY GROWING ##########\n"
-                 "  RSS %.1f MiB after 10%% of the run, %.1f MiB at the end: +%.1f%% (> 10%%)\n"
+                 "  RSS %.1f MiB half way through the run, %.1f MiB at the end: +%.1f%% (> %.0f%%)\n"
                  "###################################################\n",
-                 rssBase, rssEnd, growth);
+                 rssBase, rssEnd, growth, kMaxGrowthPercent);
     rc = 1;
   }
   if (wrong) {
