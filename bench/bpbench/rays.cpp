@@ -198,8 +198,7 @@ int commandRays(const Options& o) {
           firstIsBrute ? 0 : std::min<size_t>(o.rays, std::max<size_t>(1000, size_t(2e8 / n)));
       if (count) {
         const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
-        const std::vector<Ray> rays =
-            bp::makeRaysIn(scene.bounds, static_cast<uint32_t>(count));
+        const std::vector<Ray> rays = bp::makeRaysIn(scene.bounds, static_cast<uint32_t>(count));
         RaysResult oracle;
         for (const Ray& ray : rays) {
           if (o.query == RayQuery::all) {
@@ -244,7 +243,8 @@ int commandRays(const Options& o) {
     PlotSpec p;
     p.title = std::string("bpbench rays: ") + queryName(o.query) + " hit, scene " +
               bp::sceneName(o.scene);
-    p.subtitle = std::to_string(o.rays) + " rays of a quarter of the scene's side; peers on one thread";
+    p.subtitle =
+        std::to_string(o.rays) + " rays of a quarter of the scene's side; peers on one thread";
     p.xLabel = "N (boxes)";
     p.yLabel = "Mrays/s";
     p.logX = true;
