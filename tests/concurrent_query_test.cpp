@@ -480,7 +480,10 @@ TEST(ConcurrentQueries, SameFramesAndAnswersWithTheOptionOnAndOff) {
           } else if (op == 10) {
             const Aabb b = randomBox();
             const DProxyDesc d{{toDouble(b.min) + DVec3{0.1, 0.2, 0.3}, toDouble(b.max)},
-                               MotionType::dynamic, {}, rng(), uint32_t(rng() % 4)};
+                               MotionType::dynamic,
+                               {},
+                               rng(),
+                               uint32_t(rng() % 4)};
             live.push_back({off.add(d), on.add(d)});
             isDouble.push_back(1);
           } else {

@@ -23,8 +23,8 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"scene", "n", "frames", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
       "!no-fork", "!wake-workers", "!serial-step", "offset"}},
     {"rays",
-     {"n", "rays", "query", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
-      "!no-fork"}},
+     {"scene", "n", "rays", "query", "threads", "backend", "seed", "!check", "format", "plot",
+      "!quiet", "!no-fork"}},
     {"stress",
      {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
     {"scaling",
@@ -189,8 +189,8 @@ commands:
            [--seed K] [--check]            median/p99 ms per frame, pairs, hash, peak MiB
            [--offset D]                    auto also through the double API, the scene
                                            translated by D (docs/large_worlds.md)
-  rays     --n N[,N...] --rays R [--query closest|any|all] [--threads T] [--backend B,...]
-           [--check]                       Mrays/s against scene uniform, frame 0
+  rays     [--scene S] --n N[,N...] --rays R [--query closest|any|all] [--threads T]
+           [--backend B,...] [--check]     Mrays/s against a scene's frame 0 (uniform)
   stress   [--n N] [--seconds S] [--threads T] [--backend B] [--churn PCT] [--scene S]
            [--plot F.svg]                  a long run with motion and churn; flat memory?
   scaling  --scene S --n N --threads 1,2,4 [--backend B] [--frames F] [--repeat R]

@@ -1,4 +1,6 @@
-// `bpbench rays`: the rays of SCENES.md against scene `uniform`, frame 0.
+// `bpbench rays`: the rays of SCENES.md against a standard scene's frame 0
+// (`uniform` by default; other scenes get the same rays over their own
+// motion domain, testkit's makeRaysIn).
 // Timed: one castRays call over all rays (the structure is built and
 // updated before the clock starts).
 #include "child.h"
@@ -48,8 +50,8 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
   RaysResult r;
   Scheduler scheduler(threads);
   r.threads = (info.caps & kThreadedRays) ? scheduler.threadCount() : 1;
-  const bp::Scene scene = bp::makeScene(bp::SceneKind::uniform, n, o.seed);
-  const std::vector<Ray> rays = bp::makeRays(n, o.rays);
+  const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
+  const std::vector<Ray> rays = bp::makeRaysIn(scene.bounds, o.rays);
   std::unique_ptr<Backend> backend = info.make();
   Progress progress(std::string("rays ") + info.name + " n=" + std::to_string(n), o.quiet);
   auto t0 = Clock::now();
@@ -157,6 +159,7 @@ int commandRays(const Options& o) {
             results.empty() ? mrays : double(o.rays) / results[0].seconds / 1e6;
         Row row;
         row.add("backend", b->name)
+            .add("scene", bp::sceneName(o.scene))
             .add("n", uint64_t(n))
             .add("rays", uint64_t(o.rays))
             .add("threads", uint64_t(r.threads))
@@ -194,8 +197,8 @@ int commandRays(const Options& o) {
       const size_t count =
           firstIsBrute ? 0 : std::min<size_t>(o.rays, std::max<size_t>(1000, size_t(2e8 / n)));
       if (count) {
-        const bp::Scene scene = bp::makeScene(bp::SceneKind::uniform, n, o.seed);
-        const std::vector<Ray> rays = bp::makeRays(n, static_cast<uint32_t>(count));
+        const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
+        const std::vector<Ray> rays = bp::makeRaysIn(scene.bounds, static_cast<uint32_t>(count));
         RaysResult oracle;
         for (const Ray& ray : rays) {
           if (o.query == RayQuery::all) {
@@ -224,6 +227,7 @@ int commandRays(const Options& o) {
   notes.push_back("ratio: Mrays/s of this backend / Mrays/s of the first (> 1: faster).");
   printRows(rows, o.format,
             {{"backend", "backend"},
+             {"scene", "scene"},
              {"n", "N"},
              {"rays", "rays"},
              {"query", "query"},
@@ -237,8 +241,10 @@ int commandRays(const Options& o) {
             notes);
   if (!o.plot.empty()) {
     PlotSpec p;
-    p.title = std::string("bpbench rays: ") + queryName(o.query) + " hit, scene uniform";
-    p.subtitle = std::to_string(o.rays) + " rays of length L/4; peers on one thread";
+    p.title = std::string("bpbench rays: ") + queryName(o.query) + " hit, scene " +
+              bp::sceneName(o.scene);
+    p.subtitle =
+        std::to_string(o.rays) + " rays of a quarter of the scene's side; peers on one thread";
     p.xLabel = "N (boxes)";
     p.yLabel = "Mrays/s";
     p.logX = true;

@@ -24,9 +24,8 @@ constexpr py::ssize_t kRows = py::ssize_t(kMaxLayers);
 LayerTable layerTableOf(py::handle obj, const std::string& what) {
   py::array a = py::array::ensure(obj);
   if (!a || a.ndim() != 2 || a.shape(0) != kRows || a.shape(1) != kRows)
-    reject(ErrorCode::invalidArgument,
-           what + " must be a (" + std::to_string(kMaxLayers) + ", " +
-               std::to_string(kMaxLayers) + ") array of bools");
+    reject(ErrorCode::invalidArgument, what + " must be a (" + std::to_string(kMaxLayers) + ", " +
+                                           std::to_string(kMaxLayers) + ") array of bools");
   if (a.dtype().kind() != 'b')
     reject(ErrorCode::invalidArgument,
            what + " must have dtype bool, not " + std::string(py::str(a.dtype())));
@@ -110,8 +109,7 @@ void PyBroadPhase::loadState(py::handle state) {
     Py_buffer* view;
     ~Release() { PyBuffer_Release(view); }
   } release{&view};
-  const std::span<const std::byte> bytes(static_cast<const std::byte*>(view.buf),
-                                         size_t(view.len));
+  const std::span<const std::byte> bytes(static_cast<const std::byte*>(view.buf), size_t(view.len));
   py::gil_scoped_release unlocked;
   std::unique_lock lock(mutex_);
   world_.loadState(bytes);  // invalidState, the object unchanged, on a bad snapshot

@@ -180,11 +180,18 @@ uint32_t Scene::movingCount() const {
 }
 
 std::vector<Ray> makeRays(uint32_t n, uint32_t count, uint64_t seed) {
-  const float L = sceneSide(n);
+  return makeRaysIn(Vec3::Constant(sceneSide(n)), count, seed);
+}
+
+std::vector<Ray> makeRaysIn(const Vec3& bounds, uint32_t count, uint64_t seed) {
+  const float length = bounds.maxCoeff() / 4.0f;
   SceneRng rng(seed);
   std::vector<Ray> rays(count);
   for (Ray& r : rays) {
-    const Vec3 o = drawPoint(rng, L);
+    const float x = rng.uniform() * bounds.x();
+    const float y = rng.uniform() * bounds.y();
+    const float z = rng.uniform() * bounds.z();
+    const Vec3 o(x, y, z);
     const float dx = rng.normal();
     const float dy = rng.normal();
     const float dz = rng.normal();
@@ -192,7 +199,7 @@ std::vector<Ray> makeRays(uint32_t n, uint32_t count, uint64_t seed) {
     Vec3 d = len == 0.0f ? Vec3(1.0f, 0.0f, 0.0f) : Vec3(dx / len, dy / len, dz / len);
     r.origin = o;
     r.direction = d;
-    r.maxT = L / 4.0f;
+    r.maxT = length;
     r.invDirection = Vec3(1.0f / d.x(), 1.0f / d.y(), 1.0f / d.z());
   }
   return rays;

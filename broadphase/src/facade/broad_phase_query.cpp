@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 namespace bp {
 
@@ -91,6 +92,18 @@ RayHit castOne(const Side& side, const Ray& ray, RayQuery kind, const Filter& fi
                const std::vector<Rules>& rules) {
   RayHit best;
   side.visit([&](const auto& s) {
+    // The sweep's own closest/any walk, in proxy indices: its callback form
+    // keeps a set and sorts per ray, so that each box (which may lie in
+    // several cells) reaches the callback once and nearest first.
+    if constexpr (std::is_same_v<std::decay_t<decltype(s)>, SweepGrid>) {
+      if (ray.maxT > 0.0f) {
+        best = s.castRayKeyed(ray, kind == RayQuery::any, [&](uint32_t slot) {
+          const uint32_t p = side.outer[slot];
+          return p != kNullIndex && filter.accepts(rules[p].filter) ? p : kNullIndex;
+        });
+        return;
+      }
+    }
     castThrough(s, ray, [&](uint32_t slot, float t) -> float {
       const uint32_t p = side.outer[slot];
       if (p == kNullIndex || !filter.accepts(rules[p].filter)) return kInfinity;

@@ -251,10 +251,9 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
   if (h.freeCount > h.capacity)
     return fail(str(h.freeCount) + " free slots in a pool of " + str(h.capacity));
   // Each count is at most the size, so the layout's sums cannot overflow.
-  for (uint64_t count :
-       {uint64_t(h.filterCount), uint64_t(h.structureBoxCount), uint64_t(h.renewedCount),
-        uint64_t(h.doubleCount), h.pairCount, h.overrideCount, h.begunCount, h.endedCount,
-        h.layerCount})
+  for (uint64_t count : {uint64_t(h.filterCount), uint64_t(h.structureBoxCount),
+                         uint64_t(h.renewedCount), uint64_t(h.doubleCount), h.pairCount,
+                         h.overrideCount, h.begunCount, h.endedCount, h.layerCount})
     if (count > size)
       return fail("a section count (" + str(count) + ") exceeds the snapshot's " + str(size) +
                   " bytes");
@@ -323,12 +322,10 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
     layers += (f & kFlagLayer) != 0;
     d.flags[i] = f;
   }
-  if (filters != h.filterCount || structureBoxes != h.structureBoxCount ||
-      layers != h.layerCount)
+  if (filters != h.filterCount || structureBoxes != h.structureBoxCount || layers != h.layerCount)
     return fail("the flags name " + str(filters) + " filters, " + str(structureBoxes) +
                 " structure boxes and " + str(layers) + " layers, the header " +
-                str(h.filterCount) + ", " + str(h.structureBoxCount) + " and " +
-                str(h.layerCount));
+                str(h.filterCount) + ", " + str(h.structureBoxCount) + " and " + str(h.layerCount));
   d.filters.assign(cap, Filter{});
   for (uint32_t i : live)
     if (d.flags[i] & kFlagFilter) {

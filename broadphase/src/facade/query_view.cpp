@@ -167,8 +167,8 @@ std::string BroadPhase::QueryView::validate(const BroadPhase& bp) const {
 
 size_t BroadPhase::QueryView::memoryBytes() const {
   return side->memoryBytes() + doubles.memoryBytes() + stagedDoubles.memoryBytes() +
-         rules.capacity() * sizeof(Rules) +
-         userData.capacity() * sizeof(uint64_t) + live.capacity() +
+         rules.capacity() * sizeof(Rules) + userData.capacity() * sizeof(uint64_t) +
+         live.capacity() +
          (inner.capacity() + removed.capacity() + moveIds.capacity()) * sizeof(ProxyId) +
          (added.capacity() + userDataSet.capacity()) * sizeof(uint32_t);
 }

@@ -118,7 +118,7 @@ struct BroadPhase::QueryRead {
   const Side& side;
   const std::vector<Rules>& rules;
   const DoubleWorld* const dworld;  // null in a float world
-  const bool concurrent;  // reading a view (castRays then stays on the calling thread)
+  const bool concurrent;            // reading a view (castRays then stays on the calling thread)
 };
 
 }  // namespace bp

@@ -301,6 +301,13 @@ class SweepGrid {
   // Every box grown by `halfExtent` that the ray enters, to `callback` as
   // castRay's callback form (clip, keep or stop), each box once.
   void castBox(const Vec3& halfExtent, const Ray& ray, RayCallback callback) const;
+  // The closest (or, anyHit, some) hit in the caller's numbering: keyOf(id)
+  // gives a box's index there, or kNullIndex to skip the box; the result's
+  // `proxy` is that index and ties go to the lower one. keyOf is asked only
+  // for the boxes the ray enters. For the facade, whose proxy indices are
+  // not the grid's ids: the same walk as castRay(ray, kind), without the
+  // callback form's per-ray set and sorts. No checks (the caller's).
+  RayHit castRayKeyed(const Ray& ray, bool anyHit, FunctionRef<uint32_t(uint32_t)> keyOf) const;
 
   std::string validate() const;
   size_t memoryBytes() const;
@@ -532,6 +539,10 @@ class SweepGrid {
                OnSegmentEnd&& onSegmentEnd) const;
   RayHit castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) const;
   void castRayGrown(const Ray& ray, const Vec3& grow, RayCallback callback) const;
+  // castRayGrown's walk with each hit box's id mapped by keyOf (a callable
+  // uint32_t -> uint32_t, kNullIndex to skip).
+  template <class KeyOf>
+  RayHit castRayMapped(const Ray& ray, const Vec3& grow, bool anyHit, KeyOf&& keyOf) const;
   // Calls fn(const SweepCell&) for each occupied cell in r (by lookup, or by a
   // scan of all cells when r holds more coordinates than there are cells);
   // fn returns false to stop, and then so does this.

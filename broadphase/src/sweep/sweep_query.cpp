@@ -195,17 +195,22 @@ void SweepGrid::walkRay(const Ray& ray, const Vec3& grow, const float& maxT, OnC
   }
 }
 
-RayHit SweepGrid::castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) const {
+template <class KeyOf>
+RayHit SweepGrid::castRayMapped(const Ray& ray, const Vec3& grow, bool anyHit,
+                                KeyOf&& keyOf) const {
   RayHit best;
   float maxT = ray.maxT;
   const bool grown = grow.x() != 0.0f || grow.y() != 0.0f || grow.z() != 0.0f;
-  // Returns true when the query is over (an any-hit found).
+  // Returns true when the query is over (an any-hit found). The clip keeps
+  // hits at exactly maxT, so a tie can still take the lower key.
   auto test = [&](uint32_t id, const Aabb& exact) {
     Aabb box = exact;
     if (grown) box = {exact.min - grow, exact.max + grow};
     float t;
     if (!intersectRayAabb(ray.origin, ray.invDirection, box, 0.0f, maxT, t)) return false;
-    const RayHit h{id, t};
+    const uint32_t key = keyOf(id);
+    if (key == kNullIndex) return false;
+    const RayHit h{key, t};
     if (!best.hit() || hitBefore(h, best)) {
       best = h;
       maxT = t;
@@ -221,6 +226,15 @@ RayHit SweepGrid::castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) co
       },
       [](float) { return true; });
   return best;
+}
+
+RayHit SweepGrid::castRayGrown(const Ray& ray, const Vec3& grow, bool anyHit) const {
+  return castRayMapped(ray, grow, anyHit, [](uint32_t id) { return id; });
+}
+
+RayHit SweepGrid::castRayKeyed(const Ray& ray, bool anyHit,
+                               FunctionRef<uint32_t(uint32_t)> keyOf) const {
+  return castRayMapped(ray, Vec3::Zero(), anyHit, keyOf);
 }
 
 RayHit SweepGrid::castRay(const Ray& ray, RayQuery kind) const {

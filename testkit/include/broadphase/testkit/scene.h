@@ -63,4 +63,10 @@ Scene makeScene(SceneKind kind, uint32_t n, uint64_t seed = 1);
 /// length L/4.
 std::vector<Ray> makeRays(uint32_t n, uint32_t count, uint64_t seed = 2);
 
+/// The same rays over another motion domain (Scene::bounds): origins drawn
+/// uniformly in [0, bounds) per axis, length max(bounds) / 4. For a cube of
+/// side L these are makeRays's rays exactly, so scene `uniform` keeps its
+/// reference answers.
+std::vector<Ray> makeRaysIn(const Vec3& bounds, uint32_t count, uint64_t seed = 2);
+
 }  // namespace bp
