@@ -251,10 +251,9 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
   if (h.freeCount > h.capacity)
     return fail(str(h.freeCount) + " free slots in a pool of " + str(h.capacity));
   // Each count is at most the size, so the layout's sums cannot overflow.
-  for (uint64_t count :
-       {uint64_t(h.filterCount), uint64_t(h.structureBoxCount), uint64_t(h.renewedCount),
-        uint64_t(h.doubleCount), h.pairCount, h.overrideCount, h.begunCount, h.endedCount,
-        h.layerCount})
+  for (uint64_t count : {uint64_t(h.filterCount), uint64_t(h.structureBoxCount),
+                         uint64_t(h.renewedCount), uint64_t(h.doubleCount), h.pairCount,
+                         h.overrideCount, h.begunCount, h.endedCount, h.layerCount})
     if (count > size)
       return fail("a section count (" + str(count) + ") exceeds the snapshot's " + str(size) +
                   " bytes");
@@ -323,12 +322,10 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
     layers += (f & kFlagLayer) != 0;
     d.flags[i] = f;
   }
-  if (filters != h.filterCount || structureBoxes != h.structureBoxCount ||
-      layers != h.layerCount)
+  if (filters != h.filterCount || structureBoxes != h.structureBoxCount || layers != h.layerCount)
     return fail("the flags name " + str(filters) + " filters, " + str(structureBoxes) +
                 " structure boxes and " + str(layers) + " layers, the header " +
-                str(h.filterCount) + ", " + str(h.structureBoxCount) + " and " +
-                str(h.layerCount));
+                str(h.filterCount) + ", " + str(h.structureBoxCount) + " and " + str(h.layerCount));
   d.filters.assign(cap, Filter{});
   for (uint32_t i : live)
     if (d.flags[i] & kFlagFilter) {
@@ -548,6 +545,8 @@ void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
   b.pendingRemoves_ = std::move(pendingRemoves);
   b.moveIds_.clear();
   b.moveBoxes_.clear();
+  b.movesStaged_ = false;     // the pending moves are gathered at the next update
+  b.userDataChanged_ = true;  // the loaded pairs carry their own frame's user data
   b.pairs_ = std::move(d.pairs);
   b.begun_ = std::move(d.begun);
   b.ended_ = std::move(d.ended);
