@@ -607,9 +607,12 @@ class BroadPhase {
   /// computeEvents' per-range pieces, kept across frames (no allocation).
   struct EventChunk {
     std::vector<ProxyPair> begun, ended;
-    std::vector<uint32_t> begunAt;  // mergePairsAndEvents: where its begun pairs are in pairs_
   };
-  std::vector<uint32_t> begunAt_;  // as EventChunk::begunAt, for a merge in one piece
+  /// What one piece of a merge writes to (mergeInRanges).
+  struct EventPieces {
+    std::vector<ProxyPair>& begun;
+    std::vector<ProxyPair>& ended;
+  };
   std::vector<EventChunk> eventChunks_;
   FramePairs frame_;
   /// Allocated by the first double add or shiftOrigin(): a float-only world

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -34,6 +35,17 @@ std::string overMaxPairs(uint64_t maxPairs) {
 
 // Below this many pairs, mapping and sorting run on the calling thread.
 constexpr uint32_t kPairGrain = 16384;
+
+// mergePairsAndEvents(): how many pairs ahead it fetches the user data.
+constexpr size_t kUserAhead = 16;
+
+inline void prefetchRead(const void* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
 
 // A move batch, or the pending moves, split into chunks of at most this many
 // entries for the threads (as SweepGrid's batch move).
@@ -652,8 +664,9 @@ void BroadPhase::computeEvents() {
   const bool anyRenewed = !renewedList_.empty();
   mergeInRanges(
       pairs_.size(), [&](size_t j) { return pairs_[j].key(); },
-      [&](size_t i, size_t iEnd, size_t j, size_t jEnd, std::vector<ProxyPair>& begun,
-          std::vector<ProxyPair>& ended, std::vector<uint32_t>&) {
+      [&](size_t i, size_t iEnd, size_t j, size_t jEnd, EventPieces piece) {
+        std::vector<ProxyPair>& begun = piece.begun;
+        std::vector<ProxyPair>& ended = piece.ended;
         while (i < iEnd || j < jEnd) {
           if (j == jEnd || (i < iEnd && previous_[i].key() < pairs_[j].key())) {
             ended.push_back(previous_[i++]);
@@ -676,60 +689,73 @@ void BroadPhase::computeEvents() {
 // pairs_[j], merged against the last frame's list as it is written. A pair
 // that stands copies its entry from the last frame's list while no user data
 // has changed since (userDataChanged_), so only the pairs that begin look
-// their user data up: in a pass of their own after the merge, where the
-// scattered reads overlap (inside the merge, behind its branches, each read
-// waited for the last: uniform 10^5, one thread, the merge took twice as
-// long as collectPairs and computeEvents together). Against those two, this
-// saves writing the list in one pass and reading it back in the next, and
-// most of the user-data reads (see docs/decisions.md).
+// their user data up, fetched some pairs ahead (without, each lookup behind
+// the merge's branches waited for the last, and the merge took longer than
+// the two passes it replaces). Against collectPairs() then computeEvents(),
+// this saves writing the list in one pass and reading it back in the next,
+// and most of the user-data reads (see docs/decisions.md).
 void BroadPhase::mergePairsAndEvents() {
   const std::vector<Pair>& raw = structure_->pairs;
   const size_t nc = raw.size();
   pairs_.resize(nc);
   const bool anyRenewed = !renewedList_.empty();
   const bool lookUp = userDataChanged_;
-  auto keyOf = [](Pair p) { return (uint64_t(p.a) << 32) | p.b; };
+  // A pair's key from its first 8 bytes (a, then b: both Pair and ProxyPair
+  // start so), in one load; ~0 past the end of a list (no pair has a == b).
+  auto keyAt = [](const void* pair) {
+    uint64_t v;
+    std::memcpy(&v, pair, sizeof v);
+    return (v << 32) | (v >> 32);
+  };
+  static_assert(offsetof(Pair, a) == 0 && offsetof(Pair, b) == 4);
+  static_assert(offsetof(ProxyPair, a) == 0 && offsetof(ProxyPair, b) == 4);
   mergeInRanges(
-      nc, [&](size_t j) { return keyOf(raw[j]); },
-      [&](size_t i, size_t iEnd, size_t j, size_t jEnd, std::vector<ProxyPair>& begun,
-          std::vector<ProxyPair>& ended, std::vector<uint32_t>& begunAt) {
+      nc, [&](size_t j) { return keyAt(&raw[j]); },
+      [&](size_t i, size_t iEnd, size_t j, size_t jEnd, EventPieces piece) {
+        const Pair* const now = raw.data();
         const ProxyPair* const prev = previous_.data();
         ProxyPair* const out = pairs_.data();
         const uint64_t* const user = userData_.data();
-        const size_t jBegin = j;
-        begunAt.clear();
+        const uint8_t* const renewed = renewed_.data();
+        std::vector<ProxyPair>& begun = piece.begun;
+        std::vector<ProxyPair>& ended = piece.ended;
+        auto prevKey = [&](size_t k) { return k < iEnd ? keyAt(&prev[k]) : ~uint64_t(0); };
+        uint64_t last = prevKey(i);
         for (; j < jEnd; ++j) {
-          const Pair p = raw[j];
-          const uint64_t key = keyOf(p);
-          while (i < iEnd && prev[i].key() < key) ended.push_back(prev[i++]);
-          const bool both = i < iEnd && prev[i].key() == key;
-          if (both && !(anyRenewed && (renewed_[p.a] || renewed_[p.b]))) {
-            out[j] = prev[i++];  // (with lookUp, its user data are replaced below)
-            continue;
+          // The user data of a pair some steps ahead, in case it begins:
+          // read behind the merge's branches, each lookup would wait for
+          // the last.
+          if (j + kUserAhead < jEnd) {
+            const Pair ahead = now[j + kUserAhead];
+            prefetchRead(&user[ahead.a]);
+            prefetchRead(&user[ahead.b]);
           }
-          if (both) ended.push_back(prev[i++]);  // a renewed proxy: the old pair ends
-          out[j] = ProxyPair{p.a, p.b, 0, 0};
-          begunAt.push_back(uint32_t(j));
+          const uint64_t key = keyAt(&now[j]);
+          while (last < key) {
+            ended.push_back(prev[i]);
+            last = prevKey(++i);
+          }
+          const Pair p = now[j];
+          if (last == key) {
+            if (!(anyRenewed && (renewed[p.a] || renewed[p.b]))) {  // the pair stands
+              out[j] = lookUp ? ProxyPair{p.a, p.b, user[p.a], user[p.b]} : prev[i];
+              last = prevKey(++i);
+              continue;
+            }
+            ended.push_back(prev[i]);  // a renewed proxy: the old pair ends, a new one begins
+            last = prevKey(++i);
+          }
+          out[j] = ProxyPair{p.a, p.b, user[p.a], user[p.b]};
+          begun.push_back(out[j]);
         }
         for (; i < iEnd; ++i) ended.push_back(prev[i]);
-        if (lookUp) {
-          for (size_t k = jBegin; k < jEnd; ++k) {
-            out[k].userDataA = user[out[k].a];
-            out[k].userDataB = user[out[k].b];
-          }
-        } else {
-          for (const uint32_t k : begunAt) {
-            out[k].userDataA = user[out[k].a];
-            out[k].userDataB = user[out[k].b];
-          }
-        }
-        for (const uint32_t k : begunAt) begun.push_back(out[k]);
       });
 }
 
-// merge(i, iEnd, j, jEnd, begun, ended, scratch) over the last frame's
-// pairs [i, iEnd) and this frame's [j, jEnd) (nc of them, keyOf(j) the key
-// of pair j), into begun_ and ended_. With workers and many pairs it runs on
+// merge(i, iEnd, j, jEnd, pieces) over the last frame's pairs [i, iEnd)
+// and this frame's [j, jEnd) (nc of them, keyOf(j) the key of pair j), into
+// the piece's begun and ended lists (empty when it is called), joined into
+// begun_ and ended_. With workers and many pairs it runs on
 // key ranges in parallel (cut at this frame's chunk starts, found in the
 // last frame's list by binary search) and the pieces are joined in range
 // order: the same lists for any thread count. Clears the renewed marks.
@@ -747,7 +773,7 @@ void BroadPhase::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
           ? uint32_t(std::min(4 * threads, (nc / kPairGrain + threads) / threads * threads))
           : 1;
   if (chunks == 1) {
-    merge(0, np, 0, nc, begun_, ended_, begunAt_);
+    merge(0, np, 0, nc, EventPieces{begun_, ended_});
   } else {
     eventChunks_.resize(chunks);
     auto cut = [&](uint32_t c) {  // where chunk c starts in (previous_, this frame's pairs)
@@ -768,7 +794,7 @@ void BroadPhase::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
         e.ended.clear();
         const auto [i, j] = cut(c);
         const auto [iEnd, jEnd] = cut(c + 1);
-        merge(i, iEnd, j, jEnd, e.begun, e.ended, e.begunAt);
+        merge(i, iEnd, j, jEnd, EventPieces{e.begun, e.ended});
       }
     });
     for (const EventChunk& e : eventChunks_) {
@@ -804,8 +830,7 @@ const FramePairs& BroadPhase::update() {
     reportError(ErrorCode::capacityExceeded, overMaxPairs(config_.maxPairs));
     return frame_;
   }
-  // (begunAt_ holds 32-bit places.)
-  if (structure_->remapped == 0 && special_ == 0 && structure_->pairs.size() <= UINT32_MAX) {
+  if (structure_->remapped == 0 && special_ == 0) {
     mergePairsAndEvents();
   } else {
     collectPairs(pairs_);
