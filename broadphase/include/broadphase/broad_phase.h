@@ -484,8 +484,30 @@ class BroadPhase {
   std::unique_ptr<Side> makeStructure() const;
   void rebuild();
   void recordMove(uint32_t index, const Aabb& box);
+  // Records entries [begin, end) of a checked batch (see the definition);
+  // with `staged` non-null, also stages them for the structure.
+  struct StagedMoves {
+    ProxyId* ids;
+    Aabb* boxes;
+  };
   uint32_t recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                       uint32_t end, uint32_t* out);
+                       uint32_t end, uint32_t* out, const StagedMoves* staged, bool& repeated);
+  // Whether moveIds_/moveBoxes_ hold the structure's batch for pendingMoves_
+  // (see movesStaged_).
+  bool movesStaged() const { return movesStaged_ && moveIds_.size() == pendingMoves_.size(); }
+  // The frame's first record: the staged list starts empty (the last
+  // frame's moves are no longer read).
+  void startStaging() {
+    movesStaged_ = true;
+    moveIds_.clear();
+    moveBoxes_.clear();
+  }
+  // A listed proxy stops being a pending move other than through
+  // applyPending() (remove, rehome, a second move): its staged entry no
+  // longer says what the structure must get.
+  void unstageIfListed(uint32_t index) {
+    if (state_[index] & kPendingMove) movesStaged_ = false;
+  }
   // The rule recordMove and the batch move share: a proxy joins
   // pendingMoves_ unless a move or its add is pending already, and gains
   // kPendingMove unless its add is pending (the add takes the new box).
@@ -500,9 +522,15 @@ class BroadPhase {
   // The structure's pairs into structure_->pairs, under a budget when
   // maxPairs is set: false when the frame has more (the list is then empty).
   bool findStructurePairs();
-  // False when the frame has more than maxPairs pairs (`out` is then empty).
-  bool collectPairs(std::vector<ProxyPair>& out);
+  // The structure's pairs (found) as the frame's ProxyPairs, filtered and sorted.
+  void collectPairs(std::vector<ProxyPair>& out);
+  // begun_ and ended_ from previous_ and pairs_.
   void computeEvents();
+  // collectPairs() and computeEvents() in one merge, for a structure whose
+  // pairs all stand as they are (no slot remapped, no special proxy).
+  void mergePairsAndEvents();
+  template <class KeyOf, class Merge>
+  void mergeInRanges(size_t pairCount, KeyOf&& keyOf, Merge&& merge);
   // The double path (broad_phase_double.cpp).
   DoubleWorld& doubleWorld();
   bool isDoubleProxy(uint32_t index) const;
@@ -551,20 +579,39 @@ class BroadPhase {
   std::vector<uint32_t> pendingAdds_;
   std::vector<uint32_t> pendingMoves_;
   std::vector<ProxyId> pendingRemoves_;  ///< handles inside the structure
-  /// applyPending(): the pending moves as one batch for the structure.
+  /// The pending moves as one batch for the structure: the inner handle
+  /// and box of each proxy of pendingMoves_, entry for entry, written by the
+  /// record itself while movesStaged_ holds, else gathered by applyPending().
+  /// They hold the frame's moves until the next frame's first move (the
+  /// query structure's publish reads them).
   std::vector<ProxyId> moveIds_;
   std::vector<Aabb> moveBoxes_;
+  /// True while moveIds_/moveBoxes_ (when as long as pendingMoves_) are that
+  /// batch: the frame's first record starts it, and anything that leaves a
+  /// staged entry behind its proxy clears it (a second move of a listed
+  /// proxy, its remove, a rehome, a snapshot load). applyPending() then
+  /// gathers instead.
+  bool movesStaged_ = false;
   /// move() and applyPending(), per chunk of a batch: whether its indices
-  /// strictly increase, and how many entries it kept. Each chunk's task
-  /// writes its own entry once, so they need no padding.
+  /// strictly increase (then, in move(), whether it moved a listed proxy
+  /// again), and how many entries it kept. Each chunk's task writes its own
+  /// entry once, so they need no padding.
   std::vector<uint8_t> chunkAscending_;
   std::vector<uint32_t> chunkCount_;
   std::vector<uint32_t> renewedList_;
 
   std::vector<ProxyPair> pairs_, previous_, begun_, ended_;
+  /// setUserData() (or a snapshot load) since the last frame's pairs were
+  /// made: a pair that stands may not copy its user data from that frame.
+  bool userDataChanged_ = false;
   /// computeEvents' per-range pieces, kept across frames (no allocation).
   struct EventChunk {
     std::vector<ProxyPair> begun, ended;
+  };
+  /// What one piece of a merge writes to (mergeInRanges).
+  struct EventPieces {
+    std::vector<ProxyPair>& begun;
+    std::vector<ProxyPair>& ended;
   };
   std::vector<EventChunk> eventChunks_;
   FramePairs frame_;

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -33,6 +35,17 @@ std::string overMaxPairs(uint64_t maxPairs) {
 
 // Below this many pairs, mapping and sorting run on the calling thread.
 constexpr uint32_t kPairGrain = 16384;
+
+// mergePairsAndEvents(): how many pairs ahead it fetches the user data.
+constexpr size_t kUserAhead = 16;
+
+inline void prefetchRead(const void* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
 
 // A move batch, or the pending moves, split into chunks of at most this many
 // entries for the threads (as SweepGrid's batch move).
@@ -55,6 +68,12 @@ uint32_t closeUp(T* items, uint32_t n, uint32_t chunkSize, std::span<const uint3
   }
   return total;
 }
+
+// An Aabb's bytes, for copies in three 8-byte words.
+struct BoxWords {
+  uint64_t w[3];
+};
+static_assert(sizeof(BoxWords) == sizeof(Aabb));
 
 }  // namespace
 
@@ -202,6 +221,7 @@ void BroadPhase::removeChecked(ProxyId id) {
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
   }
+  unstageIfListed(i);
   special_ -= isSpecial(rules_[i].motion, rules_[i].filter);
   if (dworld_) forgetDouble(i);
   state_[i] = 0;
@@ -282,49 +302,119 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
                                                     " was added with a DAabb (move it with one)");
         return;
       }
+  // The batch is also staged for the structure (moveIds_/moveBoxes_) while
+  // the staged list is exact: then applyPending() hands it over as it is.
   const size_t listed = pendingMoves_.size();
+  // (At the frame's first record the staged list restarts; resized below
+  // from the last frame's size, not cleared, so that it is not zero-filled.)
+  if (listed == 0) movesStaged_ = true;
+  const bool stage = listed == 0 || movesStaged();
   pendingMoves_.resize(listed + n);
   uint32_t* const out = pendingMoves_.data() + listed;
+  StagedMoves staged{nullptr, nullptr};
+  if (stage) {
+    moveIds_.resize(listed + n);
+    moveBoxes_.resize(listed + n);
+    staged = {moveIds_.data() + listed, moveBoxes_.data() + listed};
+  }
   const bool unique = recordInTasks && std::all_of(chunkAscending_.begin(), chunkAscending_.end(),
                                                    [](uint8_t a) { return a != 0; });
   uint32_t joined = 0;
+  bool repeated = false;
   if (unique) {
     chunkCount_.resize(split.count);
     forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
-      chunkCount_[c] = recordMoves(ids, boxes, begin, end, out + begin);
+      bool chunkRepeated = false;
+      const StagedMoves at{staged.ids + begin, staged.boxes + begin};
+      chunkCount_[c] =
+          recordMoves(ids, boxes, begin, end, out + begin, stage ? &at : nullptr, chunkRepeated);
+      chunkAscending_[c] = chunkRepeated;
     });
     joined = closeUp(out, n, split.size, chunkCount_);
+    if (stage) {
+      closeUp(staged.ids, n, split.size, chunkCount_);
+      closeUp(staged.boxes, n, split.size, chunkCount_);
+    }
+    repeated = std::any_of(chunkAscending_.begin(), chunkAscending_.end(),
+                           [](uint8_t r) { return r != 0; });
   } else {
-    joined = recordMoves(ids, boxes, 0, n, out);
+    joined = recordMoves(ids, boxes, 0, n, out, stage ? &staged : nullptr, repeated);
   }
   pendingMoves_.resize(listed + joined);
+  if (stage) {
+    moveIds_.resize(listed + joined);
+    moveBoxes_.resize(listed + joined);
+  }
+  if (repeated) movesStaged_ = false;
 }
 
 // recordMove() for entries [begin, end) of a checked batch, without a branch
 // per entry: each index joins the list at `out` unless already pending (a
 // repeat, or an add not applied yet). The slot at out[joined] is written
 // whether or not the entry joins; it lies within the entries' own stretch
-// (joined <= k - begin), so chunks writing side by side never meet.
+// (joined <= k - begin), so chunks writing side by side never meet. With
+// `staged`, the proxy's inner handle and box go to the same places of
+// staged->ids and staged->boxes, so that applyPending() need not gather
+// them (the reads and writes of one more pass over the moves: uniform 10^5,
+// one thread, see docs/decisions.md). `repeated` becomes true when an entry
+// moves a proxy whose move is pending already: its staged box is stale then.
 // Returns how many joined.
 uint32_t BroadPhase::recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                                 uint32_t begin, uint32_t end, uint32_t* out) {
+                                 uint32_t begin, uint32_t end, uint32_t* out,
+                                 const StagedMoves* staged, bool& repeated) {
   Aabb* const stored = boxes_.data();
   uint8_t* const state = state_.data();
   uint32_t joined = 0;
-  for (uint32_t k = begin; k < end; ++k) {
-    const uint32_t i = ids[k].index;
-    stored[i] = boxes[k];
-    out[joined] = i;
-    joined += joinsPendingMoves(state[i]);
-    state[i] = movedState(state[i]);
+  uint8_t again = 0;
+  if (staged != nullptr) {
+    const ProxyId* const inner = inner_.data();
+    ProxyId* const stagedIds = staged->ids;
+    Aabb* const stagedBoxes = staged->boxes;
+    for (uint32_t k = begin; k < end; ++k) {
+      const uint32_t i = ids[k].index;
+      const uint8_t s = state[i];
+      // The box read once as three words and stored twice: a local Aabb
+      // went through the stack in pieces and was read back whole (a
+      // store-forwarding stall that made this loop three times slower), and
+      // Aabb assignments copy float by float.
+      BoxWords box;
+      std::memcpy(&box, &boxes[k], sizeof box);
+      std::memcpy(static_cast<void*>(&stored[i]), &box, sizeof box);
+      out[joined] = i;
+      stagedIds[joined] = inner[i];
+      std::memcpy(static_cast<void*>(&stagedBoxes[joined]), &box, sizeof box);
+      joined += joinsPendingMoves(s);
+      again |= s;
+      state[i] = movedState(s);
+    }
+  } else {
+    for (uint32_t k = begin; k < end; ++k) {
+      const uint32_t i = ids[k].index;
+      const uint8_t s = state[i];
+      stored[i] = boxes[k];
+      out[joined] = i;
+      joined += joinsPendingMoves(s);
+      again |= s;
+      state[i] = movedState(s);
+    }
   }
+  repeated = repeated || (again & kPendingMove) != 0;
   return joined;
 }
 
 void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
   boxes_[i] = box;
-  if (joinsPendingMoves(state_[i])) pendingMoves_.push_back(i);
-  state_[i] = movedState(state_[i]);
+  const uint8_t s = state_[i];
+  if (joinsPendingMoves(s)) {
+    if (pendingMoves_.empty()) startStaging();
+    if (movesStaged()) {
+      moveIds_.push_back(inner_[i]);
+      moveBoxes_.push_back(box);
+    }
+    pendingMoves_.push_back(i);
+  }
+  if (s & kPendingMove) movesStaged_ = false;
+  state_[i] = movedState(s);
 }
 
 void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
@@ -338,6 +428,7 @@ void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
 void BroadPhase::setUserData(ProxyId id, uint64_t userData) {
   if (!checkLive(id, "setUserData")) return;
   userData_[id.index] = userData;
+  userDataChanged_ = true;
   if (view_) view_->userDataSet.push_back(id.index);
 }
 
@@ -361,6 +452,7 @@ void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
   // (accepts() reads rules_ only at the update, and queries do not look at
   // the motion type, so nothing else changes before then.)
   if (wasStatic == (motion == MotionType::staticBody) || (state_[i] & kPendingAdd)) return;
+  unstageIfListed(i);
   pendingRemoves_.push_back(inner_[i]);
   state_[i] = kPendingAdd | kRehome;
   pendingAdds_.push_back(i);
@@ -431,6 +523,19 @@ void BroadPhase::applyPending() {
   const EvenChunks split = parallel
                                ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
                                : EvenChunks{1, n};
+  if (movesStaged()) {
+    // The record staged the batch, and every listed proxy is still a
+    // pending move: only the marks are cleared.
+    forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+      uint8_t* const state = state_.data();
+      for (uint32_t k = begin; k < end; ++k) state[pendingMoves_[k]] &= uint8_t(~kPendingMove);
+    });
+    side.visit(
+        [&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
+    pendingMoves_.clear();
+    movesStaged_ = false;
+    return;
+  }
   moveIds_.resize(n);
   moveBoxes_.resize(n);
   chunkCount_.resize(split.count);
@@ -454,6 +559,7 @@ void BroadPhase::applyPending() {
     side.visit(
         [&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
   pendingMoves_.clear();
+  movesStaged_ = false;
 }
 
 // Filters and motion rules: static-static never reaches here; kinematic-static
@@ -493,13 +599,8 @@ bool BroadPhase::findStructurePairs() {
   return !budget->exceeded();
 }
 
-bool BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
+void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
   Side& main = *structure_;
-  if (!findStructurePairs()) {
-    out.clear();
-    return false;
-  }
-
   // Pair k of the structure becomes out[k]: fixed places, so the result does
   // not depend on the thread count, and a structure whose slots map to
   // proxies in order (no churn since it was built) hands over sorted pairs
@@ -549,7 +650,6 @@ bool BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
     else
       scheduler_->run([&] { tbb::parallel_sort(out.begin(), out.end(), byKey); });
   }
-  return true;
 }
 
 // begun = in this frame's list only, ended = in the last frame's only (or in
@@ -559,9 +659,111 @@ bool BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
 // last frame's list by binary search) and the pieces are joined in range
 // order: the same lists for any thread count.
 void BroadPhase::computeEvents() {
+  // Most frames renew no proxy: then a pair in both lists stands without a
+  // look at renewed_ (two scattered reads a pair).
+  const bool anyRenewed = !renewedList_.empty();
+  mergeInRanges(
+      pairs_.size(), [&](size_t j) { return pairs_[j].key(); },
+      [&](size_t i, size_t iEnd, size_t j, size_t jEnd, EventPieces piece) {
+        std::vector<ProxyPair>& begun = piece.begun;
+        std::vector<ProxyPair>& ended = piece.ended;
+        while (i < iEnd || j < jEnd) {
+          if (j == jEnd || (i < iEnd && previous_[i].key() < pairs_[j].key())) {
+            ended.push_back(previous_[i++]);
+          } else if (i == iEnd || pairs_[j].key() < previous_[i].key()) {
+            begun.push_back(pairs_[j++]);
+          } else {
+            if (anyRenewed && (renewed_[pairs_[j].a] || renewed_[pairs_[j].b])) {
+              ended.push_back(previous_[i]);
+              begun.push_back(pairs_[j]);
+            }
+            ++i;
+            ++j;
+          }
+        }
+      });
+}
+
+// The pairs and events at once, when the structure's pairs are the frame's
+// (slot == proxy index, every pair accepted): pair j of the structure is
+// pairs_[j], merged against the last frame's list as it is written. A pair
+// that stands copies its entry from the last frame's list while no user data
+// has changed since (userDataChanged_), so only the pairs that begin look
+// their user data up, fetched some pairs ahead (without, each lookup behind
+// the merge's branches waited for the last, and the merge took longer than
+// the two passes it replaces). Against collectPairs() then computeEvents(),
+// this saves writing the list in one pass and reading it back in the next,
+// and most of the user-data reads (see docs/decisions.md).
+void BroadPhase::mergePairsAndEvents() {
+  const std::vector<Pair>& raw = structure_->pairs;
+  const size_t nc = raw.size();
+  pairs_.resize(nc);
+  const bool anyRenewed = !renewedList_.empty();
+  const bool lookUp = userDataChanged_;
+  // A pair's key from its first 8 bytes (a, then b: both Pair and ProxyPair
+  // start so), in one load; ~0 past the end of a list (no pair has a == b).
+  auto keyAt = [](const void* pair) {
+    uint64_t v;
+    std::memcpy(&v, pair, sizeof v);
+    return (v << 32) | (v >> 32);
+  };
+  static_assert(offsetof(Pair, a) == 0 && offsetof(Pair, b) == 4);
+  static_assert(offsetof(ProxyPair, a) == 0 && offsetof(ProxyPair, b) == 4);
+  mergeInRanges(
+      nc, [&](size_t j) { return keyAt(&raw[j]); },
+      [&](size_t i, size_t iEnd, size_t j, size_t jEnd, EventPieces piece) {
+        const Pair* const now = raw.data();
+        const ProxyPair* const prev = previous_.data();
+        ProxyPair* const out = pairs_.data();
+        const uint64_t* const user = userData_.data();
+        const uint8_t* const renewed = renewed_.data();
+        std::vector<ProxyPair>& begun = piece.begun;
+        std::vector<ProxyPair>& ended = piece.ended;
+        auto prevKey = [&](size_t k) { return k < iEnd ? keyAt(&prev[k]) : ~uint64_t(0); };
+        uint64_t last = prevKey(i);
+        for (; j < jEnd; ++j) {
+          // The user data of a pair some steps ahead, in case it begins:
+          // read behind the merge's branches, each lookup would wait for
+          // the last.
+          if (j + kUserAhead < jEnd) {
+            const Pair ahead = now[j + kUserAhead];
+            prefetchRead(&user[ahead.a]);
+            prefetchRead(&user[ahead.b]);
+          }
+          const uint64_t key = keyAt(&now[j]);
+          while (last < key) {
+            ended.push_back(prev[i]);
+            last = prevKey(++i);
+          }
+          const Pair p = now[j];
+          if (last == key) {
+            if (!(anyRenewed && (renewed[p.a] || renewed[p.b]))) {  // the pair stands
+              out[j] = lookUp ? ProxyPair{p.a, p.b, user[p.a], user[p.b]} : prev[i];
+              last = prevKey(++i);
+              continue;
+            }
+            ended.push_back(prev[i]);  // a renewed proxy: the old pair ends, a new one begins
+            last = prevKey(++i);
+          }
+          out[j] = ProxyPair{p.a, p.b, user[p.a], user[p.b]};
+          begun.push_back(out[j]);
+        }
+        for (; i < iEnd; ++i) ended.push_back(prev[i]);
+      });
+}
+
+// merge(i, iEnd, j, jEnd, pieces) over the last frame's pairs [i, iEnd)
+// and this frame's [j, jEnd) (nc of them, keyOf(j) the key of pair j), into
+// the piece's begun and ended lists (empty when it is called), joined into
+// begun_ and ended_. With workers and many pairs it runs on
+// key ranges in parallel (cut at this frame's chunk starts, found in the
+// last frame's list by binary search) and the pieces are joined in range
+// order: the same lists for any thread count. Clears the renewed marks.
+template <class KeyOf, class Merge>
+void BroadPhase::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
   begun_.clear();
   ended_.clear();
-  const size_t np = previous_.size(), nc = pairs_.size();
+  const size_t np = previous_.size();
   // A multiple of the thread count, so that the threads end together (three
   // chunks for uniform 10^5's 49 k pairs left one of two threads idle for a
   // third of the merge).
@@ -570,35 +772,15 @@ void BroadPhase::computeEvents() {
       threads > 1 && np + nc >= 4 * size_t(kPairGrain)
           ? uint32_t(std::min(4 * threads, (nc / kPairGrain + threads) / threads * threads))
           : 1;
-  // Most frames renew no proxy: then a pair in both lists stands without a
-  // look at renewed_ (two scattered reads a pair).
-  const bool anyRenewed = !renewedList_.empty();
-  auto merge = [&](size_t i, size_t iEnd, size_t j, size_t jEnd, std::vector<ProxyPair>& begun,
-                   std::vector<ProxyPair>& ended) {
-    while (i < iEnd || j < jEnd) {
-      if (j == jEnd || (i < iEnd && previous_[i].key() < pairs_[j].key())) {
-        ended.push_back(previous_[i++]);
-      } else if (i == iEnd || pairs_[j].key() < previous_[i].key()) {
-        begun.push_back(pairs_[j++]);
-      } else {
-        if (anyRenewed && (renewed_[pairs_[j].a] || renewed_[pairs_[j].b])) {
-          ended.push_back(previous_[i]);
-          begun.push_back(pairs_[j]);
-        }
-        ++i;
-        ++j;
-      }
-    }
-  };
   if (chunks == 1) {
-    merge(0, np, 0, nc, begun_, ended_);
+    merge(0, np, 0, nc, EventPieces{begun_, ended_});
   } else {
     eventChunks_.resize(chunks);
-    auto cut = [&](uint32_t c) {  // where chunk c starts in (previous_, pairs_)
+    auto cut = [&](uint32_t c) {  // where chunk c starts in (previous_, this frame's pairs)
       if (c == chunks) return std::pair<size_t, size_t>(np, nc);
       const size_t j = nc * c / chunks;
       if (c == 0) return std::pair<size_t, size_t>(0, 0);
-      const uint64_t key = pairs_[j].key();
+      const uint64_t key = keyOf(j);
       const size_t i =
           size_t(std::lower_bound(previous_.begin(), previous_.end(), key,
                                   [](const ProxyPair& p, uint64_t k) { return p.key() < k; }) -
@@ -612,7 +794,7 @@ void BroadPhase::computeEvents() {
         e.ended.clear();
         const auto [i, j] = cut(c);
         const auto [iEnd, jEnd] = cut(c + 1);
-        merge(i, iEnd, j, jEnd, e.begun, e.ended);
+        merge(i, iEnd, j, jEnd, EventPieces{e.begun, e.ended});
       }
     });
     for (const EventChunk& e : eventChunks_) {
@@ -622,6 +804,7 @@ void BroadPhase::computeEvents() {
   }
   for (uint32_t r : renewedList_) renewed_[r] = 0;
   renewedList_.clear();
+  userDataChanged_ = false;  // the pairs now carry the current user data
 }
 
 // Moves every proxy into a fresh structure. Proxy indices, handles and the
@@ -640,13 +823,19 @@ void BroadPhase::rebuild() {
 const FramePairs& BroadPhase::update() {
   applyPending();
   std::swap(previous_, pairs_);
-  if (!collectPairs(pairs_)) {
+  if (!findStructurePairs()) {
+    pairs_.clear();
     std::swap(previous_, pairs_);  // keep the last frame's pairs as they were
     if (view_) view_->publish(*this);
     reportError(ErrorCode::capacityExceeded, overMaxPairs(config_.maxPairs));
     return frame_;
   }
-  computeEvents();
+  if (structure_->remapped == 0 && special_ == 0) {
+    mergePairsAndEvents();
+  } else {
+    collectPairs(pairs_);
+    computeEvents();
+  }
   frame_ = {pairs_, begun_, ended_};
   if (view_) view_->publish(*this);
   return frame_;
@@ -734,6 +923,17 @@ std::string BroadPhase::validate() const {
       return "proxy " + std::to_string(i) + " is missing from its structure";
     if (side.outer[inner_[i].index] != i)
       return "proxy " + std::to_string(i) + " maps to a structure slot that maps elsewhere";
+  }
+  if (movesStaged()) {
+    // The staged batch is what the gather would give.
+    for (size_t k = 0; k < pendingMoves_.size(); ++k) {
+      const uint32_t i = pendingMoves_[k];
+      const Aabb& b = moveBoxes_[k];
+      if (!(state_[i] & kPendingMove) || moveIds_[k] != inner_[i] || b.min != boxes_[i].min ||
+          b.max != boxes_[i].max)
+        return "staged move " + std::to_string(k) + " (proxy " + std::to_string(i) +
+               ") is not the proxy's pending move";
+    }
   }
   uint32_t remapped = 0;
   for (uint32_t slot = 0; slot < structure_->outer.size(); ++slot)

@@ -545,6 +545,8 @@ void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
   b.pendingRemoves_ = std::move(pendingRemoves);
   b.moveIds_.clear();
   b.moveBoxes_.clear();
+  b.movesStaged_ = false;     // the pending moves are gathered at the next update
+  b.userDataChanged_ = true;  // the loaded pairs carry their own frame's user data
   b.pairs_ = std::move(d.pairs);
   b.begun_ = std::move(d.begun);
   b.ended_ = std::move(d.ended);
