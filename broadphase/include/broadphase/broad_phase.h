@@ -70,6 +70,19 @@ enum class Structure : uint8_t {
               ///< statics in cells of their own (see docs/threading.md, "automatic")
 };
 
+class RayTree;  // the rays' own tree (internal, src/raytree)
+
+/// When the float rays (castRay in every form, castRayAll, castRays) walk a
+/// tree of their own: a 4-wide tree over every proxy's box, built for rays
+/// and kept beside the structure, made on a ray after a change (rebuilt
+/// after adds, refit after moves). Results are the same, bit for bit,
+/// whichever walks; only the speed differs (docs/rays.md).
+enum class RayTreeMode : uint8_t {
+  automatic,  ///< when the rays cast since the last change, or between the two before, pay for it
+  always,     ///< on the first ray after every change
+  never,      ///< rays walk the structure
+};
+
 /// How a proxy moves, which decides what it pairs with: static with static
 /// never pairs, kinematic with static never, kinematic with kinematic only
 /// when BroadPhaseConfig::pairKinematicKinematic is set.
@@ -148,6 +161,9 @@ struct BroadPhaseConfig {
   /// table that is not symmetric is rejected with invalidArgument; fallback:
   /// the default table.
   LayerTable layers{};
+  /// When rays use their own tree (RayTreeMode). With concurrentQueries the
+  /// query thread makes it on its own thread, never on the arena.
+  RayTreeMode rayTree = RayTreeMode::automatic;
 };
 
 /// A pair as the narrowphase receives it: indices a < b of the two proxies
@@ -471,6 +487,7 @@ class BroadPhase {
   // concurrentQueries: what queries read, and a query's hold on it.
   struct QueryView;
   struct QueryRead;
+  const RayTree* rayTree(const QueryRead& read, uint64_t count) const;
   std::unique_ptr<QueryView> view_;
   // kRehome: a pending add of a proxy whose old slot is still in the
   // structure (queued in pendingRemoves_), after a change between static and

@@ -6,9 +6,8 @@
 #include "bvh/bvh.h"
 #include "bvh/bvh_stack.h"
 
+#include "common/ray_order.h"
 #include "common/report_error.h"
-
-#include <tbb/parallel_sort.h>
 
 #include <algorithm>
 
@@ -26,38 +25,6 @@ bool checkRay(const Ray& ray, const char* operation) {
 
 constexpr uint32_t kMortonOrderRays = 4096;
 constexpr size_t kMortonOrderNodes = 32768;  // 2 MB of nodes
-
-// Spreads the low 10 bits of v to every third bit.
-uint32_t spreadBits(uint32_t v) {
-  v &= 0x3ffu;
-  v = (v | (v << 16)) & 0x030000ffu;
-  v = (v | (v << 8)) & 0x0300f00fu;
-  v = (v | (v << 4)) & 0x030c30c3u;
-  v = (v | (v << 2)) & 0x09249249u;
-  return v;
-}
-
-// Ray indices sorted by the Morton code of their origins (code << 32 | index:
-// unique keys, so the order is the same for any thread count).
-std::vector<uint64_t> mortonOrder(Scheduler& scheduler, std::span<const Ray> rays) {
-  Aabb bounds = Aabb::empty();
-  for (const Ray& r : rays) bounds = merge(bounds, Aabb{r.origin, r.origin});
-  const Vec3 extent = bounds.extent();
-  Vec3 scale;
-  for (int a = 0; a < 3; ++a) scale[a] = extent[a] > 0.0f ? 1023.0f / extent[a] : 0.0f;
-  std::vector<uint64_t> keys(rays.size());
-  scheduler.forEach(
-      0, static_cast<uint32_t>(rays.size()), 16384, [&](uint32_t begin, uint32_t end) {
-        for (uint32_t k = begin; k < end; ++k) {
-          const Vec3 q = (rays[k].origin - bounds.min).cwiseProduct(scale);
-          const uint32_t code = spreadBits(uint32_t(q.x())) | (spreadBits(uint32_t(q.y())) << 1) |
-                                (spreadBits(uint32_t(q.z())) << 2);
-          keys[k] = (uint64_t(code) << 32) | k;
-        }
-      });
-  scheduler.run([&] { tbb::parallel_sort(keys.begin(), keys.end()); });
-  return keys;
-}
 
 enum class RayMode { closest, any, all, callback };
 
@@ -296,7 +263,7 @@ void Bvh::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<Ra
   // Visit space in order: rays cast in Morton order of their origins walk
   // nearly the same nodes one after another, so the tree stays in cache.
   // Each result still goes to its ray's slot: the answer is the same.
-  const std::vector<uint64_t> order = mortonOrder(scheduler, rays);
+  const std::vector<uint64_t> order = mortonOrder(&scheduler, rays);
   scheduler.forEach(0, count, 256, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k) {
       const uint32_t r = static_cast<uint32_t>(order[k]);

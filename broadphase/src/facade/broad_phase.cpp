@@ -530,8 +530,7 @@ void BroadPhase::applyPending() {
       uint8_t* const state = state_.data();
       for (uint32_t k = begin; k < end; ++k) state[pendingMoves_[k]] &= uint8_t(~kPendingMove);
     });
-    side.visit(
-        [&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
+    side.moveBatch(moveIds_, moveBoxes_, *scheduler_);
     pendingMoves_.clear();
     movesStaged_ = false;
     return;
@@ -556,8 +555,7 @@ void BroadPhase::applyPending() {
   moveIds_.resize(kept);
   moveBoxes_.resize(kept);
   if (kept != 0)
-    side.visit(
-        [&](auto& structure) { structure.moveUnchecked(moveIds_, moveBoxes_, *scheduler_); });
+    side.moveBatch(moveIds_, moveBoxes_, *scheduler_);
   pendingMoves_.clear();
   movesStaged_ = false;
 }

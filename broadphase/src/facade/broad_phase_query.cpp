@@ -5,9 +5,11 @@
 // or with concurrentQueries the query structure under its lock.
 #include <broadphase/broad_phase.h>
 
+#include "common/ray_order.h"
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
 #include "facade/query_view.h"
+#include "raytree/ray_tree_walk.h"
 
 #include <algorithm>
 #include <limits>
@@ -18,6 +20,10 @@ namespace bp {
 namespace {
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
+// Batches of at least this many rays, over a tree of at least this many
+// nodes (2 MiB), are cast in Morton order (common/ray_order.h).
+constexpr uint32_t kMortonOrderRays = 4096;
+constexpr size_t kMortonOrderNodes = 16384;
 
 // Reports a bad ray (false then).
 bool checkRay(const Vec3& origin, const Vec3& direction, float length, const char* what) {
@@ -85,12 +91,33 @@ void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
 
 namespace {
 
-// Closest or any hit through a BroadPhase's structure, in proxy indices.
-// (Templates only because Side and Rules are BroadPhase's private types.)
+// Closest or any hit through a BroadPhase's ray tree, when it has one for
+// this ray, or else its structure; in proxy indices. (Templates only because
+// Side and Rules are BroadPhase's private types.)
+// `filters`: the rules to check the filter against, null when the filter
+// accepts every proxy (QueryRead::filtersOf).
 template <class Side, class Rules>
-RayHit castOne(const Side& side, const Ray& ray, RayQuery kind, const Filter& filter,
-               const std::vector<Rules>& rules) {
+RayHit castOne(const Side& side, const RayTree* tree, const Ray& ray, RayQuery kind,
+               const Filter& filter, const std::vector<Rules>* filters) {
   RayHit best;
+  if (tree) {
+    float reach = ray.maxT;
+    const bool any = kind == RayQuery::any;
+    RayTreeWalk(*tree, ray).walk(reach, [&](uint32_t p, float t) {
+      if (p == kNullIndex || (filters && !filter.accepts((*filters)[p].filter))) return true;
+      const RayHit h{p, t};
+      if (any) {
+        best = h;
+        return false;
+      }
+      if (!best.hit() || hitBefore(h, best)) {
+        best = h;
+        reach = t;
+      }
+      return true;
+    });
+    return best;
+  }
   side.visit([&](const auto& s) {
     // The sweep's own closest/any walk, in proxy indices: its callback form
     // keeps a set and sorts per ray, so that each box (which may lie in
@@ -99,14 +126,15 @@ RayHit castOne(const Side& side, const Ray& ray, RayQuery kind, const Filter& fi
       if (ray.maxT > 0.0f) {
         best = s.castRayKeyed(ray, kind == RayQuery::any, [&](uint32_t slot) {
           const uint32_t p = side.outer[slot];
-          return p != kNullIndex && filter.accepts(rules[p].filter) ? p : kNullIndex;
+          return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter)) ? p
+                                                                                       : kNullIndex;
         });
         return;
       }
     }
     castThrough(s, ray, [&](uint32_t slot, float t) -> float {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(rules[p].filter)) return kInfinity;
+      if (p == kNullIndex || (filters && !filter.accepts((*filters)[p].filter))) return kInfinity;
       const RayHit h{p, t};
       if (kind == RayQuery::any) {
         best = h;
@@ -119,7 +147,37 @@ RayHit castOne(const Side& side, const Ray& ray, RayQuery kind, const Filter& fi
   return best;
 }
 
+// Every proxy the ray enters up to its reach, to `callback(proxy, t)` as the
+// structures' callback form (clip, keep or stop): through the tree when there
+// is one, else the structure.
+template <class Side, class Callback>
+void castEach(const Side& side, const RayTree* tree, const Ray& ray, Callback&& callback) {
+  if (tree) {
+    float reach = ray.maxT;
+    RayTreeWalk(*tree, ray).walk(reach, [&](uint32_t p, float t) {
+      if (p == kNullIndex) return true;
+      const float r = callback(p, t);
+      if (r < 0.0f) return false;
+      if (r < reach) reach = r;
+      return true;
+    });
+    return;
+  }
+  side.visit([&](const auto& s) {
+    castThrough(s, ray, [&](uint32_t slot, float t) -> float {
+      const uint32_t p = side.outer[slot];
+      return p == kNullIndex ? kInfinity : callback(p, t);
+    });
+  });
+}
+
 }  // namespace
+
+// The ray tree for `count` rays about to be cast, or null (side_rays.h). A
+// query structure's tree is made on the calling thread, as its rays are.
+const RayTree* BroadPhase::rayTree(const QueryRead& read, uint64_t count) const {
+  return read.side.rayTreeFor(count, config_.rayTree, read.concurrent ? nullptr : scheduler_.get());
+}
 
 RayHit BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length, RayQuery kind,
                            const Filter& filter) const {
@@ -143,20 +201,19 @@ RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) 
     return RayHit{};
   }
   const QueryRead read(*this);
-  return castOne(read.side, ray, kind, filter, read.rules);
+  bool none;
+  const auto* filters = read.filtersOf(filter, none);
+  if (none) return RayHit{};
+  return castOne(read.side, rayTree(read, 1), ray, kind, filter, filters);
 }
 
 void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter) const {
   out.clear();
   if (!checkRay(ray, "castRayAll")) return;
   const QueryRead read(*this);
-  const Side& side = read.side;
-  side.visit([&](const auto& s) {
-    s.castRay(ray, [&](uint32_t slot, float t) -> float {
-      const uint32_t p = side.outer[slot];
-      if (p != kNullIndex && filter.accepts(read.rules[p].filter)) out.push_back({p, t});
-      return kInfinity;
-    });
+  castEach(read.side, rayTree(read, 1), ray, [&](uint32_t p, float t) -> float {
+    if (filter.accepts(read.rules[p].filter)) out.push_back({p, t});
+    return kInfinity;
   });
   std::sort(out.begin(), out.end(), hitBefore);
 }
@@ -166,13 +223,8 @@ void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length
   if (!checkRay(origin, direction, length, "castRay")) return;
   const Ray r = makeRay(origin, direction, length);
   const QueryRead read(*this);
-  const Side& side = read.side;
-  side.visit([&](const auto& s) {
-    castThrough(s, r, [&](uint32_t slot, float t) -> float {
-      const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return kInfinity;
-      return callback(p, t);
-    });
+  castEach(read.side, rayTree(read, 1), r, [&](uint32_t p, float t) -> float {
+    return filter.accepts(read.rules[p].filter) ? callback(p, t) : kInfinity;
   });
 }
 
@@ -198,14 +250,26 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
   // then never waits for, nor takes, the workers of the frame it runs
   // beside.
   const QueryRead read(*this);
+  bool none;
+  const auto* filters = read.filtersOf(filter, none);
+  if (none) return std::fill(out.begin(), out.end(), RayHit{});
+  const RayTree* tree = rayTree(read, rays.size());
+  Scheduler* scheduler = read.concurrent ? nullptr : scheduler_.get();
+  const uint32_t count = uint32_t(rays.size());
+  // A tree past the caches is walked in the Morton order of the origins.
+  std::vector<uint64_t> order;
+  if (tree && count >= kMortonOrderRays && tree->nodes().size() >= kMortonOrderNodes)
+    order = mortonOrder(scheduler, rays);
   auto cast = [&](uint32_t begin, uint32_t end) {
-    for (uint32_t k = begin; k < end; ++k)
-      out[k] = castOne(read.side, rays[k], kind, filter, read.rules);
+    for (uint32_t k = begin; k < end; ++k) {
+      const uint32_t r = order.empty() ? k : uint32_t(order[k]);
+      out[r] = castOne(read.side, tree, rays[r], kind, filter, filters);
+    }
   };
-  if (read.concurrent)
-    cast(0, uint32_t(rays.size()));
+  if (scheduler)
+    scheduler->forEach(0, count, 256, cast);
   else
-    scheduler_->forEach(0, uint32_t(rays.size()), 256, cast);
+    cast(0, count);
 }
 
 void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,

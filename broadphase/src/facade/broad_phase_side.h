@@ -6,6 +6,7 @@
 
 #include <broadphase/broad_phase.h>
 #include "bvh/bvh.h"
+#include "facade/side_rays.h"
 #include "sweep/sweep_grid.h"
 
 #include <memory>
@@ -22,6 +23,12 @@ struct BroadPhase::Side {
   /// shuffled slots since the structure was built), slot == proxy index and
   /// the structure's pairs are the proxies' pairs, already sorted.
   uint32_t remapped = 0;
+  /// Changes queries can see (SideRays): `version` counts adds, forgotten
+  /// slots and batch moves, `topology` the adds alone.
+  uint64_t version = 0;
+  uint64_t topology = 0;
+  /// The tree rays use when it pays (side_rays.h); made by const queries.
+  mutable SideRays rays;
 
   static std::unique_ptr<Side> makeBvh(const BroadPhaseConfig& c) {
     auto s = std::make_unique<Side>();
@@ -51,6 +58,8 @@ struct BroadPhase::Side {
 
   ProxyId add(const Aabb& box, bool isStatic, uint32_t layer, uint32_t proxyIndex) {
     const ProxyId id = visit([&](auto& s) { return s.add(box, isStatic, layer); });
+    ++version;
+    ++topology;
     if (id.index >= outer.size()) outer.resize(id.index + 1, kNullIndex);
     forget(id.index);
     outer[id.index] = proxyIndex;
@@ -63,9 +72,20 @@ struct BroadPhase::Side {
   }
   /// The slot stops mapping to a proxy (queries skip it from now on).
   void forget(uint32_t slot) {
+    ++version;  // the ray tree drops the proxy (a refit)
     remapped -= outer[slot] != kNullIndex && outer[slot] != slot;
     outer[slot] = kNullIndex;
   }
+  /// The structure's batch move (ids inside the structure, new boxes).
+  void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler& scheduler) {
+    visit([&](auto& s) { s.moveUnchecked(ids, boxes, scheduler); });
+    ++version;
+  }
+  /// The ray tree over this side's boxes when `mode` and the rays about to
+  /// be cast (`rays`, counted as cast) call for one, made now if needed on
+  /// `scheduler` (null: on the calling thread); null: walk the structure.
+  /// side_rays.cpp.
+  const RayTree* rayTreeFor(uint64_t rays, RayTreeMode mode, Scheduler* scheduler) const;
   /// Applies the structure's pending changes without finding pairs.
   void update(Scheduler& scheduler) {
     visit([&](auto& s) { s.update(scheduler); });
@@ -87,7 +107,8 @@ struct BroadPhase::Side {
   }
   size_t memoryBytes() const {
     return visit([&](const auto& s) { return s.memoryBytes(); }) +
-           outer.capacity() * sizeof(uint32_t) + pairs.capacity() * sizeof(Pair);
+           outer.capacity() * sizeof(uint32_t) + pairs.capacity() * sizeof(Pair) +
+           rays.tree.memoryBytes();
   }
 };
 

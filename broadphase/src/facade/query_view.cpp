@@ -94,7 +94,7 @@ void BroadPhase::QueryView::publish(const BroadPhase& bp) {
     for (const uint32_t p : userDataSet)
       if (live[p]) userData[p] = bp.userData_[p];
     if (!moveIds.empty())
-      side->visit([&](auto& s) { s.moveUnchecked(moveIds, bp.moveBoxes_, *bp.scheduler_); });
+      side->moveBatch(moveIds, bp.moveBoxes_, *bp.scheduler_);
     side->update(*bp.scheduler_);
     ++frame;
   }
@@ -197,7 +197,8 @@ BroadPhase::QueryRead::QueryRead(const BroadPhase& bp)
       side(bp.view_ ? *bp.view_->side : *bp.structure_),
       rules(bp.view_ ? bp.view_->rules : bp.rules_),
       dworld(bp.view_ ? bp.view_->doubleView() : bp.dworld_.get()),
-      concurrent(bp.view_ != nullptr) {}
+      concurrent(bp.view_ != nullptr),
+      defaultFilters(!bp.view_ && bp.special_ == 0) {}
 
 // --- QueryFrame ---------------------------------------------------------------
 

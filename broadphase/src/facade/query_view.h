@@ -119,6 +119,16 @@ struct BroadPhase::QueryRead {
   const std::vector<Rules>& rules;
   const DoubleWorld* const dworld;  // null in a float world
   const bool concurrent;            // reading a view (castRays then stays on the calling thread)
+  // Every proxy has the default filter, so a query's filter accepts all of
+  // them or none (filtersOf). Only known for the pair structure's side.
+  const bool defaultFilters;
+
+  // The rules a query with `filter` must read, or null when it accepts
+  // every proxy; `none` is set when it accepts none.
+  const std::vector<Rules>* filtersOf(const Filter& filter, bool& none) const {
+    none = defaultFilters && !filter.accepts(Filter{});
+    return defaultFilters ? nullptr : &rules;
+  }
 };
 
 }  // namespace bp

@@ -1,0 +1,58 @@
+// SideRays: the RayTree a BroadPhase::Side keeps beside its structure for
+// rays, over the boxes the structure holds (leaf ids are structure slots),
+// built or refit on demand.
+//
+// The structure's version (Side::version) counts every change queries can
+// see: an add (new slots: the tree is rebuilt) and a batch move (the same
+// slots: refit). A remove needs neither: its slot stops mapping to a proxy
+// at once, and the refit gives a freed slot the empty box.
+//
+// BroadPhaseConfig::rayTree decides when the tree is made:
+// - always: on the first ray after a change;
+// - automatic: once the rays cast since the change, or those cast between
+//   the last two changes (a frame predicts the next), would pay for it, in
+//   ray-equivalents measured in docs/decisions.md: a refit costs about
+//   kRefitDivisor-th of the slots, a build about kBuildDivisor-th;
+// - never: rays walk the structure.
+//
+// Thread safety: queries are const and run side by side, and the Side does
+// not change while any runs. One query at a time makes the tree (an atomic
+// flag, taken without waiting); the others walk the structure meanwhile. The
+// tree is read only when `readyFor` equals the Side's version, and written
+// only while it does not, so a tree being made is never read.
+#pragma once
+
+#include <broadphase/broad_phase.h>
+#include "raytree/ray_tree.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace bp {
+
+struct SideRays {
+  static constexpr uint64_t kNever = ~uint64_t(0);
+  static constexpr uint32_t kRefitDivisor = 64;
+  static constexpr uint32_t kBuildDivisor = 4;
+  // A refit whose cost (RayTree::cost) passes this multiple of the cost at
+  // the last build gives way to a build.
+  static constexpr double kRefitCostLimit = 1.3;
+
+  RayTree tree;
+  std::atomic<uint64_t> readyFor{kNever};  // the Side version the tree answers for
+  std::atomic<bool> making{false};
+  // The rays the structure answered at version `countedFor`, and at the
+  // version before.
+  std::atomic<uint64_t> countedFor{kNever};
+  std::atomic<uint64_t> rays{0};
+  std::atomic<uint64_t> raysBefore{0};
+  // Only the maker reads and writes these.
+  uint64_t builtTopology = kNever;  // Side::topology at the last build
+  double costAtBuild = 0;
+
+  SideRays() = default;
+  SideRays(const SideRays&) = delete;
+  SideRays& operator=(const SideRays&) = delete;
+};
+
+}  // namespace bp

@@ -1,0 +1,276 @@
+// RayTree (raytree/) against brute force, and BroadPhase's rays through it
+// (BroadPhaseConfig::rayTree) over random sequences of adds, removes, moves
+// and origin shifts, with rays cast before and after each update().
+#include <broadphase/broad_phase.h>
+#include <broadphase/testkit/brute_force.h>
+
+#include "raytree/ray_tree.h"
+#include "raytree/ray_tree_walk.h"
+#include "test_support.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+
+namespace bp {
+namespace {
+
+// Boxes that break trees: a grid of equal boxes on integer planes (rays
+// start on the planes and run along them), duplicates (ties), flat boxes,
+// points, and a spread of random ones.
+std::vector<Aabb> awkwardBoxes(std::mt19937& rng, uint32_t count) {
+  std::uniform_real_distribution<float> pos(0.0f, 40.0f), size(0.0f, 3.0f);
+  std::vector<Aabb> boxes;
+  for (uint32_t i = 0; i < count; ++i) {
+    switch (i % 5) {
+      case 0: {
+        const Vec3 c(float(i % 7 * 2), float(i / 7 % 7 * 2), float(i / 49 % 7 * 2));
+        boxes.push_back({c, c + Vec3(1, 1, 1)});
+        break;
+      }
+      case 1:
+        boxes.push_back(boxes.empty() ? Aabb{Vec3(1, 1, 1), Vec3(2, 2, 2)} : boxes[i / 2]);
+        break;
+      case 2: {
+        const Vec3 c(pos(rng), pos(rng), pos(rng));
+        boxes.push_back({c, c + Vec3(size(rng), 0.0f, size(rng))});
+        break;
+      }
+      case 3: {
+        const Vec3 c(pos(rng), pos(rng), pos(rng));
+        boxes.push_back({c, c});
+        break;
+      }
+      default: {
+        const Vec3 c(pos(rng), pos(rng), pos(rng));
+        boxes.push_back({c, c + Vec3(size(rng), size(rng), size(rng))});
+      }
+    }
+  }
+  return boxes;
+}
+
+std::vector<Ray> awkwardRays(std::mt19937& rng, uint32_t count) {
+  std::uniform_real_distribution<float> pos(-2.0f, 42.0f), dir(-1.0f, 1.0f), len(0.5f, 60.0f);
+  std::vector<Ray> rays;
+  for (uint32_t i = 0; i < count; ++i) {
+    Vec3 o(pos(rng), pos(rng), pos(rng));
+    Vec3 d(dir(rng), dir(rng), dir(rng));
+    if (i % 4 == 0) {  // on integer planes, along an axis (zero components)
+      o = Vec3(std::round(o.x()), std::round(o.y()), std::round(o.z()));
+      d = Vec3::Zero();
+      d[i / 4 % 3] = (i & 8) ? -1.0f : 1.0f;
+      if (i % 3 == 0) d[(i / 4 + 1) % 3] = (i & 16) ? -0.0f : 0.0f;
+    }
+    if (d.cwiseAbs().maxCoeff() == 0.0f) d = Vec3(1, 0, 0);
+    rays.push_back(makeRay(o, d, len(rng)));
+  }
+  return rays;
+}
+
+const char* name(Structure s) {
+  return s == Structure::bvh ? "bvh" : s == Structure::sweep ? "sweep" : "automatic";
+}
+
+std::vector<uint32_t> iota(uint32_t n, uint32_t first = 0) {
+  std::vector<uint32_t> v(n);
+  for (uint32_t i = 0; i < n; ++i) v[i] = first + i;
+  return v;
+}
+
+RayHit closestOf(const RayTree& tree, const Ray& ray) {
+  RayHit best;
+  float reach = ray.maxT;
+  RayTreeWalk(tree, ray).walk(reach, [&](uint32_t id, float t) {
+    if (!best.hit() || hitBefore({id, t}, best)) {
+      best = {id, t};
+      reach = t;
+    }
+    return true;
+  });
+  return best;
+}
+
+std::vector<RayHit> allOf(const RayTree& tree, const Ray& ray) {
+  std::vector<RayHit> hits;
+  float reach = ray.maxT;
+  RayTreeWalk(tree, ray).walk(reach, [&](uint32_t id, float t) {
+    hits.push_back({id, t});
+    return true;
+  });
+  std::sort(hits.begin(), hits.end(), hitBefore);
+  return hits;
+}
+
+TEST(RayTree, WalkMatchesBruteForceOnAwkwardBoxes) {
+  std::mt19937 rng(5);
+  Scheduler scheduler(2);
+  for (uint32_t count : {0u, 1u, 2u, 3u, 5u, 17u, 400u, 20000u}) {
+    const std::vector<Aabb> boxes = awkwardBoxes(rng, count);
+    // Keys and ids differ: the walk reports ids, refit asks by key.
+    const std::vector<uint32_t> keys = iota(count, 7), ids = iota(count);
+    for (Scheduler* s : {static_cast<Scheduler*>(nullptr), &scheduler}) {
+      RayTree tree;
+      tree.build(s, boxes, keys, ids);
+      ASSERT_EQ(tree.validate(), "") << count;
+      for (const Ray& ray : awkwardRays(rng, 300)) {
+        ASSERT_EQ(closestOf(tree, ray), brute::castRayClosest(boxes, ray)) << count;
+        ASSERT_EQ(allOf(tree, ray), brute::castRayAll(boxes, ray)) << count;
+      }
+    }
+  }
+}
+
+TEST(RayTree, SameTreeForAnyThreadCount) {
+  std::mt19937 rng(9);
+  const std::vector<Aabb> boxes = awkwardBoxes(rng, 60000);
+  const std::vector<uint32_t> ids = iota(60000);
+  RayTree serial, parallel;
+  Scheduler scheduler(4);
+  serial.build(nullptr, boxes, ids, ids);
+  parallel.build(&scheduler, boxes, ids, ids);
+  ASSERT_EQ(serial.nodes().size(), parallel.nodes().size());
+  EXPECT_EQ(std::memcmp(serial.nodes().data(), parallel.nodes().data(),
+                        serial.nodes().size() * sizeof(RayNode)),
+            0);
+}
+
+// Every box moved and some keys gone: the refit tree answers as brute force
+// over the new boxes without the gone ones, and reports the new ids.
+TEST(RayTree, RefitFollowsMovesAndGoneKeys) {
+  std::mt19937 rng(3);
+  const uint32_t n = 5000;
+  std::vector<Aabb> boxes = awkwardBoxes(rng, n);
+  RayTree tree;
+  tree.build(nullptr, boxes, iota(n), iota(n));
+  std::uniform_real_distribution<float> step(-4.0f, 4.0f);
+  std::vector<uint8_t> live(n, 1);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Vec3 d(step(rng), step(rng), step(rng));
+    boxes[i] = {boxes[i].min + d, boxes[i].max + d};
+    live[i] = i % 9 != 4;
+  }
+  tree.refit([&](uint32_t key, uint32_t& id) {
+    id = key;
+    return live[key] ? boxes[key] : Aabb::empty();
+  });
+  ASSERT_EQ(tree.validate(), "");
+  for (const Ray& ray : awkwardRays(rng, 500)) {
+    ASSERT_EQ(closestOf(tree, ray), brute::castRayClosest(boxes, ray, live));
+    ASSERT_EQ(allOf(tree, ray), brute::castRayAll(boxes, ray, live));
+  }
+}
+
+// What queries see: every proxy live at the last update() (or shift) with
+// its box then, less those removed since.
+struct Visible {
+  std::vector<Aabb> boxes;
+  std::vector<uint8_t> live;
+};
+
+void expectRaysMatch(const BroadPhase& bp, const Visible& v, const std::vector<Ray>& rays,
+                     const std::string& label) {
+  std::vector<RayHit> batch(rays.size());
+  bp.castRays(rays, batch);
+  std::vector<RayHit> anyBatch(rays.size());
+  bp.castRays(rays, anyBatch, RayQuery::any);
+  for (size_t r = 0; r < rays.size(); ++r) {
+    const RayHit want = brute::castRayClosest(v.boxes, rays[r], v.live);
+    ASSERT_EQ(batch[r], want) << label << " batch ray " << r;
+    ASSERT_EQ(bp.castRay(rays[r]), want) << label << " ray " << r;
+    ASSERT_EQ(anyBatch[r].hit(), want.hit()) << label << " any ray " << r;
+    if (anyBatch[r].hit()) {
+      ASSERT_TRUE(v.live[anyBatch[r].proxy]) << label;
+    }
+    std::vector<RayHit> all;
+    bp.castRayAll(rays[r], all);
+    ASSERT_EQ(all, brute::castRayAll(v.boxes, rays[r], v.live)) << label << " all, ray " << r;
+    RayHit viaCallback;
+    bp.castRay(rays[r].origin, rays[r].direction, rays[r].maxT, [&](uint32_t p, float t) {
+      if (!viaCallback.hit() || hitBefore({p, t}, viaCallback)) viaCallback = {p, t};
+      return viaCallback.t;
+    });
+    ASSERT_EQ(viaCallback,
+              brute::castRayClosest(
+                  v.boxes, makeRay(rays[r].origin, rays[r].direction, rays[r].maxT), v.live))
+        << label << " callback ray " << r;
+  }
+}
+
+void runSequence(Structure structure, RayTreeMode mode, int threads, uint32_t seed) {
+  BroadPhase bp({.structure = structure, .threads = threads, .rayTree = mode});
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> pos(0.0f, 40.0f), size(0.1f, 3.0f), step(-1.0f, 1.0f);
+  std::map<uint32_t, std::pair<ProxyId, Aabb>> live;  // by proxy index
+  Visible v;
+  const auto snapshot = [&] {
+    v.boxes.assign(v.boxes.size(), Aabb::empty());
+    v.live.assign(v.live.size(), 0);
+    for (const auto& [index, proxy] : live) {
+      if (index >= v.boxes.size()) {
+        v.boxes.resize(index + 1, Aabb::empty());
+        v.live.resize(index + 1, 0);
+      }
+      v.boxes[index] = proxy.second;
+      v.live[index] = 1;
+    }
+  };
+  const auto newBox = [&] {
+    const Vec3 c(pos(rng), pos(rng), pos(rng));
+    return Aabb{c, c + Vec3(size(rng), size(rng), size(rng))};
+  };
+  Aabb b = newBox();
+  for (int i = 0; i < 600; ++i) {
+    if (i % 7 != 0) b = newBox();  // else the box before again: ties to the lower index
+    const ProxyId id = bp.add({b, i % 4 == 0 ? MotionType::staticBody : MotionType::dynamic});
+    live[id.index] = {id, b};
+  }
+  bp.update();
+  snapshot();
+  for (int frame = 0; frame < 12; ++frame) {
+    const std::string label = std::string(name(structure)) + " mode " + std::to_string(int(mode)) +
+                              " seed " + std::to_string(seed) + " frame " + std::to_string(frame);
+    for (int op = 0; op < 120; ++op) {
+      // Adds in every third frame only: the frames between take the tree's
+      // refit path (moves and removes), the others its rebuild.
+      const int what = int(rng() % 10);
+      if (what == 0 && frame % 3 == 0) {
+        const Aabb b = newBox();
+        const ProxyId id = bp.add({b, MotionType::dynamic});
+        live[id.index] = {id, b};
+      } else if (what == 1 && !live.empty()) {
+        auto it = std::next(live.begin(), rng() % live.size());
+        bp.remove(it->second.first);
+        if (it->first < v.live.size()) v.live[it->first] = 0;  // gone from queries at once
+        live.erase(it);
+      } else if (!live.empty()) {
+        auto it = std::next(live.begin(), rng() % live.size());
+        const Vec3 d(step(rng), step(rng), step(rng));
+        it->second.second = {it->second.second.min + d, it->second.second.max + d};
+        bp.move(it->second.first, it->second.second);
+      }
+      if (op == 60) expectRaysMatch(bp, v, awkwardRays(rng, 40), label + " before update");
+    }
+    if (frame % 5 == 4) {
+      const Vec3 offset(float(int(rng() % 9) - 4), 2.0f, -1.0f);
+      bp.shiftOrigin(offset);
+      for (auto& [index, proxy] : live)
+        proxy.second = {proxy.second.min - offset, proxy.second.max - offset};
+    } else {
+      bp.update();
+    }
+    snapshot();
+    ASSERT_EQ(bp.validate(), "") << label;
+    expectRaysMatch(bp, v, awkwardRays(rng, 80), label);
+  }
+}
+
+TEST(RayTree, BroadPhaseRaysMatchBruteForceThroughRandomSequences) {
+  for (Structure s : {Structure::automatic, Structure::bvh, Structure::sweep})
+    for (RayTreeMode mode : {RayTreeMode::always, RayTreeMode::automatic, RayTreeMode::never})
+      for (uint32_t seed : {1u, 2u}) runSequence(s, mode, seed == 1 ? 1 : 2, seed);
+}
+
+}  // namespace
+}  // namespace bp
