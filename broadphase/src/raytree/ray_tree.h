@@ -1,10 +1,11 @@
-// RayTree: a 4-wide bounding volume hierarchy over exact boxes, built for
+// RayTree: an 8-wide bounding volume hierarchy over exact boxes, built for
 // rays only (BroadPhase builds one lazily over what its structure holds, see
 // facade/side_rays.h).
 //
-// Layout: a node is two cache lines holding the boxes of its four children
-// stored by coordinate (four min x, four min y, ...), so one ray is tested
-// against all four with three pairs of vector subtract, multiply, max and min.
+// Layout: a node is four cache lines holding the boxes of its eight children
+// stored by coordinate (eight min x, eight min y, ...), so one ray is tested
+// against all eight with three pairs of vector subtract, multiply, max and
+// min (AVX; two halves of four without it).
 // A child is another node or a leaf; a leaf is one box and lives in its
 // parent's slot, so the slot's box IS the leaf's exact box and the slab test
 // that reaches it is already the exact test: there is no leaf array to load.
@@ -44,12 +45,14 @@ namespace bp {
 inline constexpr uint32_t kRayLeafBit = 0x80000000u;
 inline constexpr uint32_t kRayEmpty = 0xFFFFFFFFu;
 
+inline constexpr int kRayWidth = 8;  // children a node
+
 struct alignas(64) RayNode {
-  float box[6][4];    // [axis] min x, y, z, then [3 + axis] max x, y, z; by slot
-  uint32_t child[4];  // a node index, kRayLeafBit | key, or kRayEmpty
-  uint32_t id[4];     // a leaf's id
+  float box[6][kRayWidth];    // [axis] min x, y, z, then [3 + axis] max x, y, z; by slot
+  uint32_t child[kRayWidth];  // a node index, kRayLeafBit | key, or kRayEmpty
+  uint32_t id[kRayWidth];     // a leaf's id
 };
-static_assert(sizeof(RayNode) == 128, "a ray node is two cache lines");
+static_assert(sizeof(RayNode) == 256, "a ray node is four cache lines");
 static_assert(alignof(RayNode) == 64, "ray nodes start on a cache line");
 
 class RayTree {

@@ -1,8 +1,8 @@
-// RayTree::build and refit: top-down binned SAH into 4-wide nodes.
+// RayTree::build and refit: top-down binned SAH into 8-wide nodes.
 //
 // A node takes its items as one group and splits the group of the largest
 // area in two (binned SAH over the centroids, 16 bins on each axis; on the
-// widest axis only for groups past the caches) until it has four groups or
+// widest axis only for groups past the caches) until it has eight groups or
 // every group is one item; one-item groups become leaf slots, the
 // others child nodes, allocated side by side. Groups of at most kJobItems
 // below the top are built as separate jobs in parallel, each into a vector
@@ -53,7 +53,7 @@ Aabb slotBox(const RayNode& node, int k) {
 
 Aabb nodeBounds(const RayNode& node) {
   Aabb b = Aabb::empty();
-  for (int k = 0; k < 4; ++k)
+  for (int k = 0; k < kRayWidth; ++k)
     if (node.child[k] != kRayEmpty) b = merge(b, slotBox(node, k));
   return b;
 }
@@ -65,7 +65,7 @@ double computeCost(const std::vector<RayNode>& nodes) {
   if (!(root > 0.0) || !std::isfinite(root)) return 1.0;
   double sum = root;
   for (const RayNode& node : nodes)
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < kRayWidth; ++k)
       if (node.child[k] != kRayEmpty && !(node.child[k] & kRayLeafBit))
         sum += halfArea(slotBox(node, k));
   return sum / root;
@@ -255,12 +255,12 @@ struct Builder {
   }
 
   // Fills node `self` of `out` over g (more than one item): the group of
-  // the largest surface area is split until there are four or every group
+  // the largest surface area is split until there are eight or every group
   // is one item.
   void fill(std::vector<RayNode>& out, uint32_t self, const Group& g, int depth) {
-    Group groups[4] = {g};
+    Group groups[kRayWidth] = {g};
     int count = 1;
-    while (count < 4) {
+    while (count < kRayWidth) {
       int largest = -1;
       for (int k = 0; k < count; ++k)
         if (groups[k].size() > 1 &&
@@ -279,11 +279,11 @@ struct Builder {
     uint32_t next = uint32_t(out.size());
     out.resize(out.size() + childNodes);
     RayNode& node = out[self];
-    for (int k = count; k < 4; ++k) setSlot(node, k, kRayEmpty, Aabb::empty());
+    for (int k = count; k < kRayWidth; ++k) setSlot(node, k, kRayEmpty, Aabb::empty());
     struct Pending {
       uint32_t node;
       Group items;
-    } pending[4];
+    } pending[kRayWidth];
     int pendingCount = 0;
     for (int k = 0; k < count; ++k) {
       const Group& gk = groups[k];
@@ -322,7 +322,7 @@ void RayTree::build(Scheduler* scheduler, std::span<const Aabb> boxes,
   const uint32_t n = uint32_t(boxes.size());
   leafCount_ = n;
   nodes_.resize(1);
-  for (int k = 0; k < 4; ++k) setSlot(nodes_[0], k, kRayEmpty, Aabb::empty());
+  for (int k = 0; k < kRayWidth; ++k) setSlot(nodes_[0], k, kRayEmpty, Aabb::empty());
   if (n == 1) setSlot(nodes_[0], 0, kRayLeafBit | keys[0], boxes[0], ids[0]);
   if (n <= 1) return;
   std::vector<Item> items(n);
@@ -372,7 +372,7 @@ void RayTree::build(Scheduler* scheduler, std::span<const Aabb> boxes,
 void RayTree::refit(FunctionRef<Aabb(uint32_t key, uint32_t& id)> leafOf) {
   for (size_t i = nodes_.size(); i-- > 0;) {
     RayNode& node = nodes_[i];
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kRayWidth; ++k) {
       const uint32_t c = node.child[k];
       if (c == kRayEmpty) continue;
       uint32_t id = node.id[k];
@@ -388,7 +388,7 @@ std::string RayTree::validate() const {
   uint32_t leaves = 0;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const RayNode& node = nodes_[i];
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kRayWidth; ++k) {
       const uint32_t c = node.child[k];
       const Aabb box = slotBox(node, k);
       if (c == kRayEmpty) {

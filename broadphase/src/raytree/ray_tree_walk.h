@@ -1,4 +1,4 @@
-// RayTreeWalk: one ray through a RayTree, four child boxes a step.
+// RayTreeWalk: one ray through a RayTree, eight child boxes a step.
 //
 // walk(reach, onLeaf) visits the leaves whose box the ray enters at t <=
 // reach, nearer child nodes first: onLeaf(id, t) sees each such leaf's id once and
@@ -21,34 +21,32 @@ class RayTreeWalk {
  public:
   // The deepest a build makes a tree is kMaxSahDepth (40) levels of SAH
   // splits and then median splits, at most 32 more: a walk holds at most
-  // three entries a level.
-  static constexpr int kStack = 256;
+  // seven entries a level.
+  static constexpr int kStack = 512;
 
   RayTreeWalk(const RayTree& tree, const Ray& ray) : nodes_(tree.nodes().data()) {
     for (int a = 0; a < 3; ++a) {
       const bool negative = ray.invDirection[a] < 0.0f;
       near_[a] = negative ? 3 + a : a;
       far_[a] = negative ? a : 3 + a;
-#if defined(__SSE2__)
-      origin_[a] = _mm_set1_ps(ray.origin[a]);
-      inv_[a] = _mm_set1_ps(ray.invDirection[a]);
-#else
       origin_[a] = ray.origin[a];
       inv_[a] = ray.invDirection[a];
-#endif
     }
   }
 
   template <class OnLeaf>
   void walk(float& reach, OnLeaf&& onLeaf) {
+    // Everything a node test needs, in locals the compiler keeps in
+    // registers: the three axes unrolled, each plane's offset in a node.
+    const Lanes lanes = makeLanes();
     uint32_t stackNode[kStack];
     float stackT[kStack];
     int size = 0;
     uint32_t n = 0;
     for (;;) {
       const RayNode& node = nodes_[n];
-      alignas(16) float t[4];
-      const unsigned hit = test(node, reach, t);
+      alignas(32) float t[kRayWidth];
+      const unsigned hit = lanes.test(node, reach, t);
       unsigned leaves = hit & leafLanes(node);
       unsigned inner = hit & ~leaves;
       while (leaves) {
@@ -64,8 +62,8 @@ class RayTreeWalk {
           continue;
         }
         // Several: the nearest next, the others pushed farthest first.
-        uint32_t next[4];
-        float nextT[4];
+        uint32_t next[kRayWidth];
+        float nextT[kRayWidth];
         int count = 0;
         for (;;) {
           int j = count++;
@@ -79,8 +77,10 @@ class RayTreeWalk {
           k = __builtin_ctz(inner);
           inner &= inner - 1;
         }
-        // next[] is farthest first now.
+        // next[] is farthest first now. The pushed ones are fetched while
+        // the nearest is walked: most are popped soon after.
         for (int j = 0; j + 1 < count; ++j) {
+          prefetch(next[j]);
           stackNode[size] = next[j];
           stackT[size] = nextT[j];
           ++size;
@@ -99,58 +99,131 @@ class RayTreeWalk {
   }
 
  private:
+  void prefetch(uint32_t n) const {
+#if defined(__SSE2__)
+    const char* node = reinterpret_cast<const char*>(nodes_ + n);
+    for (int line = 0; line < int(sizeof(RayNode)); line += 64)
+      _mm_prefetch(node + line, _MM_HINT_T0);
+#else
+    (void)n;
+#endif
+  }
+
   // Lanes whose child is a leaf (or empty: never hit), from the sign bit.
   static unsigned leafLanes(const RayNode& node) {
-#if defined(__SSE2__)
-    return unsigned(_mm_movemask_ps(
-        _mm_castsi128_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(node.child)))));
+#if defined(__AVX__)
+    return unsigned(_mm256_movemask_ps(
+        _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(node.child)))));
+#elif defined(__SSE2__)
+    const auto half = [&](int h) {
+      return unsigned(_mm_movemask_ps(
+          _mm_castsi128_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(node.child + 4 * h)))));
+    };
+    return half(0) | (half(1) << 4);
 #else
     unsigned mask = 0;
-    for (int k = 0; k < 4; ++k) mask |= unsigned(node.child[k] >> 31) << k;
+    for (int k = 0; k < kRayWidth; ++k) mask |= unsigned(node.child[k] >> 31) << k;
     return mask;
 #endif
   }
 
-  // The slab test of the four slots against [0, limit]: bit k set when slot
-  // k is entered, its entry distance in t[k]. clipRayAabb()'s arithmetic.
-  unsigned test(const RayNode& node, float limit, float t[4]) const {
-#if defined(__SSE2__)
-    __m128 tMin = _mm_setzero_ps();
-    __m128 tMax = _mm_set1_ps(limit);
-    for (int a = 0; a < 3; ++a) {
-      const __m128 tNear =
-          _mm_mul_ps(_mm_sub_ps(_mm_load_ps(node.box[near_[a]]), origin_[a]), inv_[a]);
-      const __m128 tFar =
-          _mm_mul_ps(_mm_sub_ps(_mm_load_ps(node.box[far_[a]]), origin_[a]), inv_[a]);
-      tMin = _mm_max_ps(tNear, tMin);  // tNear > tMin ? tNear : tMin
-      tMax = _mm_min_ps(tFar, tMax);   // tFar < tMax ? tFar : tMax
+  // The slab test of one node's eight slots for this ray: bit k set when
+  // slot k is entered within [0, limit], its entry distance in t[k]. It is
+  // clipRayAabb()'s arithmetic lane by lane: maxps(a, b) is a > b ? a : b
+  // and minps(a, b) a < b ? a : b, as clipRayAabb writes them, so a NaN
+  // distance (0 * inf) keeps the old bound.
+  struct Lanes {
+    int nearX, nearY, nearZ, farX, farY, farZ;  // rows of RayNode::box
+#if defined(__AVX__)
+    __m256 ox, oy, oz, ix, iy, iz;
+
+    unsigned test(const RayNode& node, float limit, float* t) const {
+      const auto row = [&](int r) { return _mm256_load_ps(node.box[r]); };
+      __m256 tMin =
+          _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearX), ox), ix), _mm256_setzero_ps());
+      __m256 tMax =
+          _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farX), ox), ix), _mm256_set1_ps(limit));
+      tMin = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearY), oy), iy), tMin);
+      tMax = _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farY), oy), iy), tMax);
+      tMin = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearZ), oz), iz), tMin);
+      tMax = _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farZ), oz), iz), tMax);
+      _mm256_store_ps(t, tMin);
+      return unsigned(_mm256_movemask_ps(_mm256_cmp_ps(tMin, tMax, _CMP_LE_OQ)));
     }
-    _mm_store_ps(t, tMin);
-    return unsigned(_mm_movemask_ps(_mm_cmple_ps(tMin, tMax)));
-#else
-    unsigned mask = 0;
-    for (int k = 0; k < 4; ++k) {
-      float tMin = 0.0f, tMax = limit;
-      for (int a = 0; a < 3; ++a) {
-        const float tNear = (node.box[near_[a]][k] - origin_[a]) * inv_[a];
-        const float tFar = (node.box[far_[a]][k] - origin_[a]) * inv_[a];
-        tMin = tNear > tMin ? tNear : tMin;
-        tMax = tFar < tMax ? tFar : tMax;
+#elif defined(__SSE2__)
+    __m128 ox, oy, oz, ix, iy, iz;
+
+    unsigned test(const RayNode& node, float limit, float* t) const {
+      unsigned mask = 0;
+      for (int h = 0; h < 2; ++h) {
+        const auto row = [&](int r) { return _mm_load_ps(node.box[r] + 4 * h); };
+        __m128 tMin = _mm_max_ps(_mm_mul_ps(_mm_sub_ps(row(nearX), ox), ix), _mm_setzero_ps());
+        __m128 tMax = _mm_min_ps(_mm_mul_ps(_mm_sub_ps(row(farX), ox), ix), _mm_set1_ps(limit));
+        tMin = _mm_max_ps(_mm_mul_ps(_mm_sub_ps(row(nearY), oy), iy), tMin);
+        tMax = _mm_min_ps(_mm_mul_ps(_mm_sub_ps(row(farY), oy), iy), tMax);
+        tMin = _mm_max_ps(_mm_mul_ps(_mm_sub_ps(row(nearZ), oz), iz), tMin);
+        tMax = _mm_min_ps(_mm_mul_ps(_mm_sub_ps(row(farZ), oz), iz), tMax);
+        _mm_store_ps(t + 4 * h, tMin);
+        mask |= unsigned(_mm_movemask_ps(_mm_cmple_ps(tMin, tMax))) << (4 * h);
       }
-      t[k] = tMin;
-      mask |= unsigned(tMin <= tMax) << k;
+      return mask;
     }
-    return mask;
+#else
+    float o[3], inv[3];
+
+    unsigned test(const RayNode& node, float limit, float* t) const {
+      const int nearRow[3] = {nearX, nearY, nearZ}, farRow[3] = {farX, farY, farZ};
+      unsigned mask = 0;
+      for (int k = 0; k < kRayWidth; ++k) {
+        float tMin = 0.0f, tMax = limit;
+        for (int a = 0; a < 3; ++a) {
+          const float tNear = (node.box[nearRow[a]][k] - o[a]) * inv[a];
+          const float tFar = (node.box[farRow[a]][k] - o[a]) * inv[a];
+          tMin = tNear > tMin ? tNear : tMin;
+          tMax = tFar < tMax ? tFar : tMax;
+        }
+        t[k] = tMin;
+        mask |= unsigned(tMin <= tMax) << k;
+      }
+      return mask;
+    }
 #endif
+  };
+
+  Lanes makeLanes() const {
+    Lanes l;
+    l.nearX = near_[0];
+    l.nearY = near_[1];
+    l.nearZ = near_[2];
+    l.farX = far_[0];
+    l.farY = far_[1];
+    l.farZ = far_[2];
+#if defined(__AVX__)
+    l.ox = _mm256_set1_ps(origin_[0]);
+    l.oy = _mm256_set1_ps(origin_[1]);
+    l.oz = _mm256_set1_ps(origin_[2]);
+    l.ix = _mm256_set1_ps(inv_[0]);
+    l.iy = _mm256_set1_ps(inv_[1]);
+    l.iz = _mm256_set1_ps(inv_[2]);
+#elif defined(__SSE2__)
+    l.ox = _mm_set1_ps(origin_[0]);
+    l.oy = _mm_set1_ps(origin_[1]);
+    l.oz = _mm_set1_ps(origin_[2]);
+    l.ix = _mm_set1_ps(inv_[0]);
+    l.iy = _mm_set1_ps(inv_[1]);
+    l.iz = _mm_set1_ps(inv_[2]);
+#else
+    for (int a = 0; a < 3; ++a) {
+      l.o[a] = origin_[a];
+      l.inv[a] = inv_[a];
+    }
+#endif
+    return l;
   }
 
   const RayNode* nodes_;
   int near_[3], far_[3];
-#if defined(__SSE2__)
-  __m128 origin_[3], inv_[3];
-#else
   float origin_[3], inv_[3];
-#endif
 };
 
 }  // namespace bp
