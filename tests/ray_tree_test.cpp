@@ -266,6 +266,30 @@ void runSequence(Structure structure, RayTreeMode mode, int threads, uint32_t se
   }
 }
 
+// prepareRays() makes the tree at once (memoryBytes() counts it), unless
+// the config says never; the rays after it answer the same.
+TEST(RayTree, PrepareRaysMakesTheTreeUnlessNever) {
+  std::mt19937 rng(11);
+  const std::vector<Aabb> boxes = awkwardBoxes(rng, 3000);
+  const std::vector<Ray> rays = awkwardRays(rng, 200);
+  for (RayTreeMode mode : {RayTreeMode::automatic, RayTreeMode::always, RayTreeMode::never}) {
+    BroadPhase bp({.rayTree = mode});
+    for (const Aabb& b : boxes) bp.add({b, MotionType::dynamic});
+    bp.update();
+    const size_t before = bp.memoryBytes();
+    bp.prepareRays();
+    const size_t after = bp.memoryBytes();
+    if (mode == RayTreeMode::never)
+      EXPECT_EQ(after, before);
+    else
+      EXPECT_GT(after, before + 3000 * 32) << int(mode);
+    std::vector<RayHit> hits(rays.size());
+    bp.castRays(rays, hits);
+    for (size_t r = 0; r < rays.size(); ++r)
+      ASSERT_EQ(hits[r], brute::castRayClosest(boxes, rays[r])) << int(mode);
+  }
+}
+
 TEST(RayTree, BroadPhaseRaysMatchBruteForceThroughRandomSequences) {
   for (Structure s : {Structure::automatic, Structure::bvh, Structure::sweep})
     for (RayTreeMode mode : {RayTreeMode::always, RayTreeMode::automatic, RayTreeMode::never})

@@ -61,6 +61,9 @@ class Backend {
                    std::span<const uint8_t> isStatic) = 0;
 
   // --- rays --- (after build)
+  // What the backend makes for rays on demand, made now: `bpbench rays`
+  // counts it in the build, not in the timed cast.
+  virtual void prepareRays() {}
   // Closest or any hit, one result per ray.
   virtual void castRays(Scheduler& scheduler, std::span<const Ray> rays, RayQuery kind,
                         std::span<RayHit> out) = 0;

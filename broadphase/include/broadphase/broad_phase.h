@@ -370,6 +370,11 @@ class BroadPhase {
   /// One result per ray, in parallel, deterministic. kind: closest or any.
   void castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind = RayQuery::closest,
                 const Filter& filter = {}) const;
+  /// Makes the rays' tree now, when `rayTree` is not RayTreeMode::never
+  /// and it is not up to date, so that the next rays do not pay for it
+  /// (docs/rays.md): after an update() that a frame of many rays follows,
+  /// or once a static world is loaded. Const and thread-safe as a query.
+  void prepareRays() const;
   /// The k proxies nearest to `point`, nearest first, ties to the lower
   /// index. Distance: distanceSquared(box, point) of math/aabb.h, in float
   /// (per axis max(min - p, p - max, 0), squared, summed x, y, z; 0 inside),

@@ -179,6 +179,12 @@ const RayTree* BroadPhase::rayTree(const QueryRead& read, uint64_t count) const 
   return read.side.rayTreeFor(count, config_.rayTree, read.concurrent ? nullptr : scheduler_.get());
 }
 
+void BroadPhase::prepareRays() const {
+  if (config_.rayTree == RayTreeMode::never) return;
+  const QueryRead read(*this);
+  read.side.rayTreeFor(0, RayTreeMode::always, read.concurrent ? nullptr : scheduler_.get());
+}
+
 RayHit BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length, RayQuery kind,
                            const Filter& filter) const {
   if (!checkRay(origin, direction, length, "castRay")) return RayHit{};
