@@ -30,12 +30,17 @@ PYBIND11_MODULE(broadphase, m) {
                            "Proxies (axis-aligned boxes) in, pairs and query answers out. "
                            "add/move/remove record; update() applies them and returns "
                            "(pairs, begun, ended).")
-      .def(py::init<const std::string&, int, float, float, bool, uint64_t, py::handle>(),
+      .def(py::init<const std::string&, int, float, float, bool, uint64_t, py::handle,
+                    const std::string&>(),
            py::arg("structure") = "automatic", py::arg("threads") = 0, py::arg("margin") = 0.0f,
            py::arg("cell_size") = 0.0f, py::arg("pair_kinematic_kinematic") = false,
            py::arg("max_pairs") = 0, py::arg("layers") = py::none(),
+           py::arg("ray_tree") = "automatic",
            "layers: None (every layer collides with every layer) or a symmetric (32, 32) bool "
-           "array, layers[a, b] when layers a and b collide.")
+           "array, layers[a, b] when layers a and b collide. ray_tree: when rays walk a tree of "
+           "their own, 'automatic', 'always' or 'never' (docs/rays.md).")
+      .def("prepare_rays", [](PyBroadPhase& w) { w.prepareRays(); },
+           "Makes the rays' tree now, so that the next cast_rays does not pay for it.")
       .def("add", &PyBroadPhase::add, py::arg("lo"), py::arg("hi"), py::arg("motion") = "dynamic",
            py::arg("user_data") = py::none(), py::arg("category") = 1, py::arg("mask") = kAll,
            py::arg("layer") = 0,

@@ -33,6 +33,14 @@ Structure parseStructure(const std::string& name) {
          "BroadPhase: structure must be 'automatic', 'bvh' or 'sweep', not '" + name + "'");
 }
 
+RayTreeMode parseRayTree(const std::string& name) {
+  if (name == "automatic") return RayTreeMode::automatic;
+  if (name == "always") return RayTreeMode::always;
+  if (name == "never") return RayTreeMode::never;
+  reject(ErrorCode::invalidArgument,
+         "BroadPhase: ray_tree must be 'automatic', 'always' or 'never', not '" + name + "'");
+}
+
 MotionType parseMotion(const std::string& name, const char* what) {
   if (name == "dynamic") return MotionType::dynamic;
   if (name == "static") return MotionType::staticBody;
@@ -61,6 +69,11 @@ BroadPhaseConfig makeConfig(const std::string& structure, int threads, float mar
   config.pairKinematicKinematic = pairKinematicKinematic;
   config.maxPairs = maxPairs;
   if (!layers.is_none()) config.layers = layerTableOf(layers, "BroadPhase: layers");
+  return config;
+}
+
+BroadPhaseConfig withRayTree(BroadPhaseConfig config, const std::string& rayTree) {
+  config.rayTree = parseRayTree(rayTree);
   return config;
 }
 
@@ -97,10 +110,24 @@ bool validPoint(const Vec3& p) { return isFinite(p) && isWithinLimit(p); }
 }  // namespace
 
 PyBroadPhase::PyBroadPhase(const std::string& structure, int threads, float margin, float cellSize,
-                           bool pairKinematicKinematic, uint64_t maxPairs, py::handle layers)
-    : config_(makeConfig(structure, threads, margin, cellSize, pairKinematicKinematic, maxPairs,
-                         layers)),
+                           bool pairKinematicKinematic, uint64_t maxPairs, py::handle layers,
+                           const std::string& rayTree)
+    : config_(withRayTree(makeConfig(structure, threads, margin, cellSize,
+                                     pairKinematicKinematic, maxPairs, layers),
+                          rayTree)),
       world_(config_) {}
+
+void PyBroadPhase::prepareRays() {
+  py::gil_scoped_release release;
+  std::shared_lock lock(mutex_);
+  world_.prepareRays();
+}
+
+std::string PyBroadPhase::rayTree() const {
+  return config_.rayTree == RayTreeMode::always  ? "always"
+         : config_.rayTree == RayTreeMode::never ? "never"
+                                                 : "automatic";
+}
 
 void PyBroadPhase::checkLive(std::span<const ProxyId> ids, const char* what) const {
   for (size_t k = 0; k < ids.size(); ++k)

@@ -47,7 +47,12 @@ class PyBroadPhase {
   /// `layers`: None (every layer collides with every layer) or a table for
   /// layerTableOf.
   PyBroadPhase(const std::string& structure, int threads, float margin, float cellSize,
-               bool pairKinematicKinematic, uint64_t maxPairs, py::handle layers);
+               bool pairKinematicKinematic, uint64_t maxPairs, py::handle layers,
+               const std::string& rayTree);
+  /// BroadPhaseConfig::rayTree by name: automatic, always or never.
+  std::string rayTree() const;
+  /// BroadPhase::prepareRays, the GIL released.
+  void prepareRays();
 
   // --- Proxies. ---
   /// (N,) uint64 handles; user data defaults to the handle.
@@ -94,7 +99,8 @@ class PyBroadPhase {
   /// BroadPhase::loadState from any C-contiguous buffer (bytes, bytearray,
   /// memoryview, a uint8 array); invalidState leaves the object as it was.
   void loadState(py::handle state);
-  /// What pickle keeps: (structure, threads, margin, cell_size, snapshot).
+  /// What pickle keeps: (structure, threads, margin, cell_size, snapshot,
+  /// ray_tree); a 5-tuple without ray_tree is taken too.
   py::tuple pickleState();
   static std::unique_ptr<PyBroadPhase> fromPickle(const py::tuple& state);
 

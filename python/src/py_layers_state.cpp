@@ -117,15 +117,16 @@ void PyBroadPhase::loadState(py::handle state) {
 
 py::tuple PyBroadPhase::pickleState() {
   return py::make_tuple(structure(), config_.threads, config_.margin, config_.cellSize,
-                        saveState());
+                        saveState(), rayTree());
 }
 
 std::unique_ptr<PyBroadPhase> PyBroadPhase::fromPickle(const py::tuple& state) {
-  if (state.size() != 5)
-    reject(ErrorCode::invalidArgument, "BroadPhase.__setstate__: a 5-tuple is expected");
-  auto out = std::make_unique<PyBroadPhase>(state[0].cast<std::string>(), state[1].cast<int>(),
-                                            state[2].cast<float>(), state[3].cast<float>(), false,
-                                            0, py::none());
+  if (state.size() != 5 && state.size() != 6)
+    reject(ErrorCode::invalidArgument, "BroadPhase.__setstate__: a 6-tuple is expected");
+  auto out = std::make_unique<PyBroadPhase>(
+      state[0].cast<std::string>(), state[1].cast<int>(), state[2].cast<float>(),
+      state[3].cast<float>(), false, 0, py::none(),
+      state.size() == 6 ? state[5].cast<std::string>() : std::string("automatic"));
   out->loadState(state[4]);  // takes maxPairs, pairKinematicKinematic and the layers over
   return out;
 }

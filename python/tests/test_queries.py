@@ -11,9 +11,9 @@ import brute
 from conftest import REPO, STRUCTURES
 
 
-def world(bp, tk, structure, n=3000, threads=2):
+def world(bp, tk, structure, n=3000, threads=2, ray_tree="automatic"):
     scene = tk.make_scene("uniform", n)
-    w = bp.BroadPhase(structure=structure, threads=threads)
+    w = bp.BroadPhase(structure=structure, threads=threads, ray_tree=ray_tree)
     ids = w.add(scene.lo, scene.hi)
     w.update()
     return w, ids, scene
@@ -48,9 +48,11 @@ def test_reference_rays(bp, tk):
             assert user[r] == brute.NONE and np.isinf(t[r])
 
 
+@pytest.mark.parametrize("ray_tree", ["always", "never"])
 @pytest.mark.parametrize("structure", STRUCTURES)
-def test_rays_match_brute_force(bp, tk, structure):
-    w, ids, scene = world(bp, tk, structure)
+def test_rays_match_brute_force(bp, tk, structure, ray_tree):
+    w, ids, scene = world(bp, tk, structure, ray_tree=ray_tree)
+    w.prepare_rays()
     index = brute.index_of(ids)
     rng = np.random.default_rng(5)
     side = float(scene.hi.max())
@@ -84,6 +86,18 @@ def test_rays_match_brute_force(bp, tk, structure):
     # one length for every ray
     hit_s, user_s, t_s = w.cast_rays(origins, directions, float(lengths[0]))
     np.testing.assert_array_equal(user_s, user)
+
+
+def test_ray_tree_is_checked_and_pickled(bp):
+    with pytest.raises(bp.Error) as e:
+        bp.BroadPhase(ray_tree="sometimes")
+    assert e.value.code == "invalidArgument" and "ray_tree" in str(e.value)
+    import pickle
+    w = bp.BroadPhase(ray_tree="never")
+    w.add(np.zeros((1, 3), np.float32), np.ones((1, 3), np.float32))
+    w.update()
+    again = pickle.loads(pickle.dumps(w))
+    assert again.__getstate__()[5] == "never"
 
 
 @pytest.mark.parametrize("structure", STRUCTURES)
