@@ -214,11 +214,12 @@ int commandStress(const Options& o) {
   }
   int rc = 0;
   if (growing) {
-    std::fprintf(stderr,
-                 "\n########## bpbench stress: MEMORY GROWING ##########\n"
-                 "  RSS %.1f MiB half way through the run, %.1f MiB at the end: +%.1f%% (> %.0f%%)\n"
-                 "###################################################\n",
-                 rssBase, rssEnd, growth, kMaxGrowthPercent);
+    std::fprintf(
+        stderr,
+        "\n########## bpbench stress: MEMORY GROWING ##########\n"
+        "  RSS %.1f MiB half way through the run, %.1f MiB at the end: +%.1f%% (> %.0f%%)\n"
+        "###################################################\n",
+        rssBase, rssEnd, growth, kMaxGrowthPercent);
     rc = 1;
   }
   if (wrong) {

@@ -39,9 +39,8 @@ World makeWorld(const benchmark::State& state) {
 }
 
 void report(benchmark::State& state, uint64_t hits) {
-  state.counters["Mrays/s"] =
-      benchmark::Counter(double(kRays) * double(state.iterations()) / 1e6,
-                         benchmark::Counter::kIsRate);
+  state.counters["Mrays/s"] = benchmark::Counter(double(kRays) * double(state.iterations()) / 1e6,
+                                                 benchmark::Counter::kIsRate);
   state.counters["hits"] = double(hits);
   state.SetLabel(sceneName(kAllScenes[state.range(0)]));
 }
@@ -99,10 +98,10 @@ void BM_RayAllHits(benchmark::State& state) {
   report(state, hits);
 }
 
-#define BP_RAY_FORM(fn)                           \
-  BENCHMARK(fn)                                   \
+#define BP_RAY_FORM(fn)                             \
+  BENCHMARK(fn)                                     \
       ->ArgsProduct({{0, 1, 2, 3, 4}, {5}, {0, 1}}) \
-      ->ArgNames({"scene", "log10n", "tree"})     \
+      ->ArgNames({"scene", "log10n", "tree"})       \
       ->Unit(benchmark::kMillisecond)
 
 BP_RAY_FORM(BM_RayBatchClosest);

@@ -39,8 +39,9 @@ PYBIND11_MODULE(broadphase, m) {
            "layers: None (every layer collides with every layer) or a symmetric (32, 32) bool "
            "array, layers[a, b] when layers a and b collide. ray_tree: when rays walk a tree of "
            "their own, 'automatic', 'always' or 'never' (docs/rays.md).")
-      .def("prepare_rays", [](PyBroadPhase& w) { w.prepareRays(); },
-           "Makes the rays' tree now, so that the next cast_rays does not pay for it.")
+      .def(
+          "prepare_rays", [](PyBroadPhase& w) { w.prepareRays(); },
+          "Makes the rays' tree now, so that the next cast_rays does not pay for it.")
       .def("add", &PyBroadPhase::add, py::arg("lo"), py::arg("hi"), py::arg("motion") = "dynamic",
            py::arg("user_data") = py::none(), py::arg("category") = 1, py::arg("mask") = kAll,
            py::arg("layer") = 0,

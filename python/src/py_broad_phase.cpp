@@ -112,8 +112,8 @@ bool validPoint(const Vec3& p) { return isFinite(p) && isWithinLimit(p); }
 PyBroadPhase::PyBroadPhase(const std::string& structure, int threads, float margin, float cellSize,
                            bool pairKinematicKinematic, uint64_t maxPairs, py::handle layers,
                            const std::string& rayTree)
-    : config_(withRayTree(makeConfig(structure, threads, margin, cellSize,
-                                     pairKinematicKinematic, maxPairs, layers),
+    : config_(withRayTree(makeConfig(structure, threads, margin, cellSize, pairKinematicKinematic,
+                                     maxPairs, layers),
                           rayTree)),
       world_(config_) {}
 

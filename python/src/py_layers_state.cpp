@@ -116,8 +116,8 @@ void PyBroadPhase::loadState(py::handle state) {
 }
 
 py::tuple PyBroadPhase::pickleState() {
-  return py::make_tuple(structure(), config_.threads, config_.margin, config_.cellSize,
-                        saveState(), rayTree());
+  return py::make_tuple(structure(), config_.threads, config_.margin, config_.cellSize, saveState(),
+                        rayTree());
 }
 
 std::unique_ptr<PyBroadPhase> PyBroadPhase::fromPickle(const py::tuple& state) {

@@ -4,7 +4,6 @@
 // order changes the speed only, never an answer.
 #pragma once
 
-#include <broadphase/jobs/scheduler.h>
 #include <broadphase/math/ray.h>
 
 #include <cstdint>
@@ -13,8 +12,9 @@
 
 namespace bp {
 
-/// code << 32 | index for every ray, sorted: unique keys, so the order is
-/// the same for any thread count (null scheduler: sorted on this thread).
-std::vector<uint64_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> rays);
+/// The ray indices ordered by a 15-bit Morton code of their origins (32
+/// cells an axis over the origins' bounds), in index order within a cell: a
+/// counting sort, two passes over the batch, the same order on any thread.
+std::vector<uint32_t> mortonOrder(std::span<const Ray> rays);
 
 }  // namespace bp

@@ -24,6 +24,7 @@ constexpr float kInfinity = std::numeric_limits<float>::infinity();
 // nodes (2 MiB), are cast in Morton order (common/ray_order.h).
 constexpr uint32_t kMortonOrderRays = 4096;
 constexpr size_t kMortonOrderNodes = 16384;
+constexpr uint32_t kRayPrefetch = 8;
 
 // Reports a bad ray (false then).
 bool checkRay(const Vec3& origin, const Vec3& direction, float length, const char* what) {
@@ -263,12 +264,24 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
   Scheduler* scheduler = read.concurrent ? nullptr : scheduler_.get();
   const uint32_t count = uint32_t(rays.size());
   // A tree past the caches is walked in the Morton order of the origins.
-  std::vector<uint64_t> order;
+  std::vector<uint32_t> order;
   if (tree && count >= kMortonOrderRays && tree->nodes().size() >= kMortonOrderNodes)
-    order = mortonOrder(scheduler, rays);
+    order = mortonOrder(rays);
   auto cast = [&](uint32_t begin, uint32_t end) {
+    if (order.empty()) {
+      for (uint32_t k = begin; k < end; ++k)
+        out[k] = castOne(read.side, tree, rays[k], kind, filter, filters);
+      return;
+    }
+    // In Morton order the rays and their results are read and written all
+    // over the batch: each is fetched a few rays ahead, so that its miss
+    // overlaps the walks before it instead of starting the ray's walk.
     for (uint32_t k = begin; k < end; ++k) {
-      const uint32_t r = order.empty() ? k : uint32_t(order[k]);
+      if (k + kRayPrefetch < end) {
+        __builtin_prefetch(&rays[order[k + kRayPrefetch]]);
+        __builtin_prefetch(&out[order[k + kRayPrefetch]], 1);
+      }
+      const uint32_t r = order[k];
       out[r] = castOne(read.side, tree, rays[r], kind, filter, filters);
     }
   };
