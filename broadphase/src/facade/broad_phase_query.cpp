@@ -21,7 +21,7 @@ namespace {
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 // Batches of at least this many rays, over a tree of at least this many
-// nodes (2 MiB), are cast in Morton order (common/ray_order.h).
+// nodes (4 MiB), are cast in Morton order (common/ray_order.h).
 constexpr uint32_t kMortonOrderRays = 4096;
 constexpr size_t kMortonOrderNodes = 16384;
 constexpr uint32_t kRayPrefetch = 8;

@@ -10,9 +10,9 @@
 // BroadPhaseConfig::rayTree decides when the tree is made:
 // - always: on the first ray after a change;
 // - automatic: once the rays cast since the change, or those cast between
-//   the last two changes (a frame predicts the next), would pay for it, in
-//   ray-equivalents measured in docs/decisions.md: a refit costs about
-//   kRefitDivisor-th of the slots, a build about kBuildDivisor-th;
+//   the last two changes (a frame predicts the next), would pay for it: a
+//   refit after slots / kRefitDivisor rays, a build after slots /
+//   kBuildDivisor (at least 64 either way);
 // - never: rays walk the structure.
 //
 // Thread safety: queries are const and run side by side, and the Side does
@@ -32,8 +32,10 @@ namespace bp {
 
 struct SideRays {
   static constexpr uint64_t kNever = ~uint64_t(0);
-  static constexpr uint32_t kRefitDivisor = 64;
-  static constexpr uint32_t kBuildDivisor = 4;
+  // The break-even points measured on `uniform` (docs/decisions.md, "Rays"):
+  // a refit pays after about slots / 24 rays, a build after about slots.
+  static constexpr uint32_t kRefitDivisor = 24;
+  static constexpr uint32_t kBuildDivisor = 1;
   // A refit whose cost (RayTree::cost) passes this multiple of the cost at
   // the last build gives way to a build.
   static constexpr double kRefitCostLimit = 1.3;
