@@ -263,7 +263,7 @@ void Bvh::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<Ra
   // Visit space in order: rays cast in Morton order of their origins walk
   // nearly the same nodes one after another, so the tree stays in cache.
   // Each result still goes to its ray's slot: the answer is the same.
-  const std::vector<uint32_t> order = mortonOrder(rays);
+  const std::vector<uint32_t> order = mortonOrder(&scheduler, rays);
   scheduler.forEach(0, count, 256, [&](uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k) {
       const uint32_t r = order[k];

@@ -1,11 +1,14 @@
 // mortonOrder (ray_order.h).
 #include "common/ray_order.h"
 
+#include <algorithm>
+
 namespace bp {
 
 namespace {
 
 constexpr int kBitsPerAxis = 5;
+constexpr uint32_t kCells = 1u << (3 * kBitsPerAxis);
 
 // Spreads the low 5 bits of v to every third bit.
 uint32_t spreadBits(uint32_t v) {
@@ -18,25 +21,57 @@ uint32_t spreadBits(uint32_t v) {
 
 }  // namespace
 
-std::vector<uint32_t> mortonOrder(std::span<const Ray> rays) {
+std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> rays) {
+  const uint32_t n = uint32_t(rays.size());
+  // Equal chunks, one a thread; each pass runs them side by side. The order
+  // is (code, index), whatever the chunks.
+  const uint32_t chunks = scheduler ? uint32_t(std::max(1, scheduler->threadCount())) : 1u;
+  const uint32_t size = (n + chunks - 1) / chunks;
+  const auto eachChunk = [&](auto&& body) {
+    const auto run = [&](uint32_t first, uint32_t last) {
+      for (uint32_t c = first; c < last; ++c) body(c, c * size, std::min(n, (c + 1) * size));
+    };
+    if (scheduler)
+      scheduler->forEach(0, chunks, 1, run);
+    else
+      run(0, chunks);
+  };
+  std::vector<Aabb> chunkBounds(chunks, Aabb::empty());
+  eachChunk([&](uint32_t c, uint32_t begin, uint32_t end) {
+    for (uint32_t k = begin; k < end; ++k)
+      chunkBounds[c] = merge(chunkBounds[c], Aabb{rays[k].origin, rays[k].origin});
+  });
   Aabb bounds = Aabb::empty();
-  for (const Ray& r : rays) bounds = merge(bounds, Aabb{r.origin, r.origin});
+  for (const Aabb& b : chunkBounds) bounds = merge(bounds, b);
   const Vec3 extent = bounds.extent();
   constexpr float kLast = float((1 << kBitsPerAxis) - 1);
   Vec3 scale;
   for (int a = 0; a < 3; ++a) scale[a] = extent[a] > 0.0f ? kLast / extent[a] : 0.0f;
-  const uint32_t n = uint32_t(rays.size());
   std::vector<uint16_t> codes(n);
-  std::vector<uint32_t> start((1u << (3 * kBitsPerAxis)) + 1, 0);
-  for (uint32_t k = 0; k < n; ++k) {
-    const Vec3 q = (rays[k].origin - bounds.min).cwiseProduct(scale);
-    codes[k] = uint16_t(spreadBits(uint32_t(q.x())) | (spreadBits(uint32_t(q.y())) << 1) |
-                        (spreadBits(uint32_t(q.z())) << 2));
-    ++start[codes[k] + 1];
-  }
-  for (size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
+  std::vector<uint32_t> count(size_t(chunks) * kCells, 0);  // per chunk, per cell
+  eachChunk([&](uint32_t c, uint32_t begin, uint32_t end) {
+    uint32_t* tally = count.data() + size_t(c) * kCells;
+    for (uint32_t k = begin; k < end; ++k) {
+      const Vec3 q = (rays[k].origin - bounds.min).cwiseProduct(scale);
+      codes[k] = uint16_t(spreadBits(uint32_t(q.x())) | (spreadBits(uint32_t(q.y())) << 1) |
+                          (spreadBits(uint32_t(q.z())) << 2));
+      ++tally[codes[k]];
+    }
+  });
+  // Each chunk's first place in each cell: cells in order, chunks in order
+  // within a cell.
+  uint32_t place = 0;
+  for (uint32_t cell = 0; cell < kCells; ++cell)
+    for (uint32_t c = 0; c < chunks; ++c) {
+      const uint32_t here = count[size_t(c) * kCells + cell];
+      count[size_t(c) * kCells + cell] = place;
+      place += here;
+    }
   std::vector<uint32_t> order(n);
-  for (uint32_t k = 0; k < n; ++k) order[start[codes[k]]++] = k;
+  eachChunk([&](uint32_t c, uint32_t begin, uint32_t end) {
+    uint32_t* next = count.data() + size_t(c) * kCells;
+    for (uint32_t k = begin; k < end; ++k) order[next[codes[k]]++] = k;
+  });
   return order;
 }
 

@@ -4,6 +4,7 @@
 // order changes the speed only, never an answer.
 #pragma once
 
+#include <broadphase/jobs/scheduler.h>
 #include <broadphase/math/ray.h>
 
 #include <cstdint>
@@ -14,7 +15,8 @@ namespace bp {
 
 /// The ray indices ordered by a 15-bit Morton code of their origins (32
 /// cells an axis over the origins' bounds), in index order within a cell: a
-/// counting sort, two passes over the batch, the same order on any thread.
-std::vector<uint32_t> mortonOrder(std::span<const Ray> rays);
+/// counting sort, three passes over the batch in chunks on the scheduler
+/// (null: on this thread), the same order for any thread count.
+std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> rays);
 
 }  // namespace bp

@@ -266,7 +266,7 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
   // A tree past the caches is walked in the Morton order of the origins.
   std::vector<uint32_t> order;
   if (tree && count >= kMortonOrderRays && tree->nodes().size() >= kMortonOrderNodes)
-    order = mortonOrder(rays);
+    order = mortonOrder(scheduler, rays);
   auto cast = [&](uint32_t begin, uint32_t end) {
     if (order.empty()) {
       for (uint32_t k = begin; k < end; ++k)
