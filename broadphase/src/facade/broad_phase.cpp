@@ -554,8 +554,7 @@ void BroadPhase::applyPending() {
   const uint32_t kept = closeUp(moveBoxes_.data(), n, split.size, chunkCount_);
   moveIds_.resize(kept);
   moveBoxes_.resize(kept);
-  if (kept != 0)
-    side.moveBatch(moveIds_, moveBoxes_, *scheduler_);
+  if (kept != 0) side.moveBatch(moveIds_, moveBoxes_, *scheduler_);
   pendingMoves_.clear();
   movesStaged_ = false;
 }

@@ -93,8 +93,7 @@ void BroadPhase::QueryView::publish(const BroadPhase& bp) {
     }
     for (const uint32_t p : userDataSet)
       if (live[p]) userData[p] = bp.userData_[p];
-    if (!moveIds.empty())
-      side->moveBatch(moveIds, bp.moveBoxes_, *bp.scheduler_);
+    if (!moveIds.empty()) side->moveBatch(moveIds, bp.moveBoxes_, *bp.scheduler_);
     side->update(*bp.scheduler_);
     ++frame;
   }
