@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <thread>
 
 namespace bp {
 namespace {
@@ -287,6 +288,42 @@ TEST(RayTree, PrepareRaysMakesTheTreeUnlessNever) {
     bp.castRays(rays, hits);
     for (size_t r = 0; r < rays.size(); ++r)
       ASSERT_EQ(hits[r], brute::castRayClosest(boxes, rays[r])) << int(mode);
+  }
+}
+
+// Queries from several threads between updates: one makes the tree, the
+// others walk the structure meanwhile or read the finished tree (ThreadSanitizer
+// in CI checks the hand-over); every answer is brute force's.
+TEST(RayTree, ThreadsCastingTogetherWhileOneMakesTheTree) {
+  std::mt19937 rng(13);
+  // 1000 proxies: the threads' rays pass automatic's price within a frame.
+  std::vector<Aabb> boxes = awkwardBoxes(rng, 1000);
+  const std::vector<Ray> rays = awkwardRays(rng, 300);
+  for (RayTreeMode mode : {RayTreeMode::always, RayTreeMode::automatic}) {
+    BroadPhase bp({.threads = 2, .rayTree = mode});
+    std::vector<ProxyId> ids;
+    for (const Aabb& b : boxes) ids.push_back(bp.add({b, MotionType::dynamic}));
+    for (int frame = 0; frame < 3; ++frame) {
+      if (frame > 0)  // moves: the next tree is a refit
+        for (uint32_t i = 0; i < boxes.size(); i += 3) {
+          boxes[i] = {boxes[i].min + Vec3(0.5f, 0, 0), boxes[i].max + Vec3(0.5f, 0, 0)};
+          bp.move(ids[i], boxes[i]);
+        }
+      bp.update();
+      std::atomic<int> wrong{0};
+      std::vector<std::thread> threads;
+      for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+          std::vector<RayHit> hits(rays.size());
+          if (t % 2) bp.castRays(rays, hits);
+          for (size_t r = 0; r < rays.size(); ++r) {
+            const RayHit want = brute::castRayClosest(boxes, rays[r]);
+            if ((t % 2 ? hits[r] : bp.castRay(rays[r])) != want) ++wrong;
+          }
+        });
+      for (std::thread& th : threads) th.join();
+      EXPECT_EQ(wrong.load(), 0) << int(mode) << " frame " << frame;
+    }
   }
 }
 

@@ -23,7 +23,8 @@ const RayTree* BroadPhase::Side::rayTreeFor(uint64_t count, RayTreeMode mode,
     }
     const uint64_t now = r.rays.fetch_add(count, std::memory_order_relaxed) + count;
     const uint64_t expected = std::max(now, r.raysBefore.load(std::memory_order_relaxed));
-    const bool refit = !r.tree.empty() && r.builtTopology == topology;
+    // (The maker may be writing the tree: only the atomic is read here.)
+    const bool refit = r.builtTopology.load(std::memory_order_relaxed) == topology;
     const uint64_t price =
         std::max<uint64_t>(64, slots / (refit ? SideRays::kRefitDivisor : SideRays::kBuildDivisor));
     if (expected < price) return nullptr;
@@ -38,7 +39,7 @@ const RayTree* BroadPhase::Side::rayTreeFor(uint64_t count, RayTreeMode mode,
         return proxy == kNullIndex ? Aabb::empty() : s.box(slot);
       };
       bool built = false;
-      if (!r.tree.empty() && r.builtTopology == topology) {
+      if (r.builtTopology.load(std::memory_order_relaxed) == topology) {
         r.tree.refit(leafOf);
         built = r.tree.cost() <= SideRays::kRefitCostLimit * r.costAtBuild;
       }
@@ -55,7 +56,7 @@ const RayTree* BroadPhase::Side::rayTreeFor(uint64_t count, RayTreeMode mode,
           proxies.push_back(outer[slot]);
         }
         r.tree.build(scheduler, boxes, keys, proxies);
-        r.builtTopology = topology;
+        r.builtTopology.store(topology, std::memory_order_relaxed);
         r.costAtBuild = r.tree.cost();
       }
     });

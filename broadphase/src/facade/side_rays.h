@@ -48,9 +48,10 @@ struct SideRays {
   std::atomic<uint64_t> countedFor{kNever};
   std::atomic<uint64_t> rays{0};
   std::atomic<uint64_t> raysBefore{0};
-  // Only the maker reads and writes these.
-  uint64_t builtTopology = kNever;  // Side::topology at the last build
-  double costAtBuild = 0;
+  // Side::topology at the last build: written by the maker, read by every
+  // ray for the price (a refit's or a build's).
+  std::atomic<uint64_t> builtTopology{kNever};
+  double costAtBuild = 0;  // only the maker reads and writes it
 
   SideRays() = default;
   SideRays(const SideRays&) = delete;
