@@ -265,10 +265,8 @@ void Bvh::castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<Ra
   // Each result still goes to its ray's slot: the answer is the same.
   const std::vector<uint32_t> order = mortonOrder(&scheduler, rays);
   scheduler.forEach(0, count, 256, [&](uint32_t begin, uint32_t end) {
-    for (uint32_t k = begin; k < end; ++k) {
-      const uint32_t r = order[k];
-      out[r] = castRayUnchecked(rays[r], kind);
-    }
+    castInOrder(order, rays, out, begin, end,
+                [&](const Ray& ray) { return castRayUnchecked(ray, kind); });
   });
 }
 

@@ -24,7 +24,6 @@ constexpr float kInfinity = std::numeric_limits<float>::infinity();
 // nodes (4 MiB), are cast in Morton order (common/ray_order.h).
 constexpr uint32_t kMortonOrderRays = 4096;
 constexpr size_t kMortonOrderNodes = 16384;
-constexpr uint32_t kRayPrefetch = 8;
 
 // Reports a bad ray (false then).
 bool checkRay(const Vec3& origin, const Vec3& direction, float length, const char* what) {
@@ -273,17 +272,9 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
         out[k] = castOne(read.side, tree, rays[k], kind, filter, filters);
       return;
     }
-    // In Morton order the rays and their results are read and written all
-    // over the batch: each is fetched a few rays ahead, so that its miss
-    // overlaps the walks before it instead of starting the ray's walk.
-    for (uint32_t k = begin; k < end; ++k) {
-      if (k + kRayPrefetch < end) {
-        __builtin_prefetch(&rays[order[k + kRayPrefetch]]);
-        __builtin_prefetch(&out[order[k + kRayPrefetch]], 1);
-      }
-      const uint32_t r = order[k];
-      out[r] = castOne(read.side, tree, rays[r], kind, filter, filters);
-    }
+    castInOrder(order, rays, out, begin, end, [&](const Ray& ray) {
+      return castOne(read.side, tree, ray, kind, filter, filters);
+    });
   };
   if (scheduler)
     scheduler->forEach(0, count, 256, cast);
