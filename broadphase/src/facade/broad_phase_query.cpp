@@ -176,13 +176,13 @@ void castEach(const Side& side, const RayTree* tree, const Ray& ray, Callback&& 
 // The ray tree for `count` rays about to be cast, or null (side_rays.h). A
 // query structure's tree is made on the calling thread, as its rays are.
 const RayTree* BroadPhase::rayTree(const QueryRead& read, uint64_t count) const {
-  return read.side.rayTreeFor(count, config_.rayTree, read.concurrent ? nullptr : scheduler_.get());
+  return read.side.rayTreeFor(count, config_.rayTree, read.workers);
 }
 
 void BroadPhase::prepareRays() const {
   if (config_.rayTree == RayTreeMode::never) return;
   const QueryRead read(*this);
-  read.side.rayTreeFor(0, RayTreeMode::always, read.concurrent ? nullptr : scheduler_.get());
+  read.side.rayTreeFor(0, RayTreeMode::always, read.workers);
 }
 
 RayHit BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length, RayQuery kind,
@@ -217,8 +217,11 @@ void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filt
   out.clear();
   if (!checkRay(ray, "castRayAll")) return;
   const QueryRead read(*this);
+  bool none;
+  const auto* filters = read.filtersOf(filter, none);
+  if (none) return;
   castEach(read.side, rayTree(read, 1), ray, [&](uint32_t p, float t) -> float {
-    if (filter.accepts(read.rules[p].filter)) out.push_back({p, t});
+    if (!filters || filter.accepts((*filters)[p].filter)) out.push_back({p, t});
     return kInfinity;
   });
   std::sort(out.begin(), out.end(), hitBefore);
@@ -229,8 +232,11 @@ void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length
   if (!checkRay(origin, direction, length, "castRay")) return;
   const Ray r = makeRay(origin, direction, length);
   const QueryRead read(*this);
+  bool none;
+  const auto* filters = read.filtersOf(filter, none);
+  if (none) return;
   castEach(read.side, rayTree(read, 1), r, [&](uint32_t p, float t) -> float {
-    return filter.accepts(read.rules[p].filter) ? callback(p, t) : kInfinity;
+    return !filters || filter.accepts((*filters)[p].filter) ? callback(p, t) : kInfinity;
   });
 }
 
@@ -252,15 +258,13 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
       return reject(ErrorCode::invalidRay, "castRays: ray " + std::to_string(k) + ": " +
                                                describeInvalidRay(r.origin, r.direction, r.maxT));
   // Each ray writes only its own slot: the result is the same for any split.
-  // A query structure's rays stay on the calling thread: a query thread
-  // then never waits for, nor takes, the workers of the frame it runs
-  // beside.
+  // A query structure's rays stay on the calling thread (read.workers).
   const QueryRead read(*this);
   bool none;
   const auto* filters = read.filtersOf(filter, none);
   if (none) return std::fill(out.begin(), out.end(), RayHit{});
   const RayTree* tree = rayTree(read, rays.size());
-  Scheduler* scheduler = read.concurrent ? nullptr : scheduler_.get();
+  Scheduler* const scheduler = read.workers;
   const uint32_t count = uint32_t(rays.size());
   // A tree past the caches is walked in the Morton order of the origins.
   std::vector<uint32_t> order;

@@ -196,7 +196,7 @@ BroadPhase::QueryRead::QueryRead(const BroadPhase& bp)
       side(bp.view_ ? *bp.view_->side : *bp.structure_),
       rules(bp.view_ ? bp.view_->rules : bp.rules_),
       dworld(bp.view_ ? bp.view_->doubleView() : bp.dworld_.get()),
-      concurrent(bp.view_ != nullptr),
+      workers(bp.view_ ? nullptr : bp.scheduler_.get()),
       defaultFilters(!bp.view_ && bp.special_ == 0) {}
 
 // --- QueryFrame ---------------------------------------------------------------

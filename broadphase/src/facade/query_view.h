@@ -118,7 +118,10 @@ struct BroadPhase::QueryRead {
   const Side& side;
   const std::vector<Rules>& rules;
   const DoubleWorld* const dworld;  // null in a float world
-  const bool concurrent;            // reading a view (castRays then stays on the calling thread)
+  // The BroadPhase's workers, or null when reading a view: a query thread's
+  // work (a batch of rays, the view's ray tree) then stays on that thread,
+  // which never waits for, nor takes, the workers of the frame it runs beside.
+  Scheduler* const workers;
   // Every proxy has the default filter, so a query's filter accepts all of
   // them or none (filtersOf). Only known for the pair structure's side.
   const bool defaultFilters;
