@@ -390,6 +390,81 @@ TEST(BroadPhase, QueriesAnswerRightAfterShiftOrigin) {
     }
 }
 
+// BroadPhases of every structure at the given thread counts, fed the same
+// operations, and the model they must all match, by proxy index (every run
+// issues the same indices; `born` tells a reused slot's proxy apart).
+struct Mirror {
+  struct Run {
+    std::unique_ptr<BroadPhase> bp;
+    std::vector<ProxyId> handle;  // by proxy index (generations differ between runs)
+    std::vector<ProxyPair> previousPairs;
+  };
+  std::vector<Run> runs;
+  std::vector<Aabb> boxes;
+  std::vector<uint8_t> isStatic, live;
+  std::vector<uint64_t> userData;
+  std::vector<uint32_t> born;
+  uint32_t adds = 0;
+
+  explicit Mirror(std::initializer_list<int> threadCounts) {
+    for (Structure s : kStructures)
+      for (int threads : threadCounts) {
+        BroadPhaseConfig config;
+        config.structure = s;
+        config.threads = threads;
+        runs.push_back({std::make_unique<BroadPhase>(config), {}, {}});
+      }
+  }
+  // (ASSERT_* returns from here only: callers check HasFatalFailure().)
+  void add(const Aabb& b, bool stat, uint64_t user) {
+    uint32_t index = 0;
+    for (Run& r : runs) {
+      const ProxyId id =
+          r.bp->add({b, stat ? MotionType::staticBody : MotionType::dynamic, {}, user});
+      if (&r != &runs[0]) {
+        ASSERT_EQ(id.index, index);
+      }
+      index = id.index;
+      if (index >= r.handle.size()) r.handle.resize(index + 1);
+      r.handle[index] = id;
+    }
+    if (index >= boxes.size()) {
+      boxes.resize(index + 1);
+      isStatic.resize(index + 1);
+      live.resize(index + 1);
+      userData.resize(index + 1);
+      born.resize(index + 1);
+    }
+    boxes[index] = b;
+    isStatic[index] = stat;
+    live[index] = 1;
+    userData[index] = user;
+    born[index] = adds++;
+  }
+  // One batch, or one move() call an entry.
+  void move(std::span<const uint32_t> ids, std::span<const Aabb> bs, bool batch = true) {
+    std::vector<ProxyId> handles(ids.size());
+    for (Run& r : runs) {
+      for (size_t k = 0; k < ids.size(); ++k) handles[k] = r.handle[ids[k]];
+      if (batch)
+        r.bp->move(handles, bs);
+      else
+        for (size_t k = 0; k < ids.size(); ++k) r.bp->move(handles[k], bs[k]);
+    }
+    for (size_t k = 0; k < ids.size(); ++k) boxes[ids[k]] = bs[k];
+  }
+  void remove(uint32_t i) {
+    for (Run& r : runs) r.bp->remove(r.handle[i]);
+    live[i] = 0;
+  }
+  std::vector<uint32_t> liveIndices() const {
+    std::vector<uint32_t> out;
+    for (uint32_t i = 0; i < live.size(); ++i)
+      if (live[i]) out.push_back(i);
+    return out;
+  }
+};
+
 // Batches large enough for the parallel record and gather (16384 entries
 // and more), against brute force frame by frame, and
 // the same pairs and events for 1, 2 and 8 threads. The frames mix what the
@@ -408,104 +483,50 @@ TEST(BroadPhase, LargeBatchesMatchBruteForce) {
     return Aabb::fromCenterExtent(c, Vec3(size(rng), size(rng), size(rng)));
   };
 
-  struct Run {
-    std::unique_ptr<BroadPhase> bp;
-    std::vector<ProxyId> handle;  // by proxy index (generations differ between runs)
-    std::vector<Pair> previous;
-    std::vector<ProxyPair> previousPairs;
+  Mirror m({1, 2, 8});
+  std::vector<std::vector<Pair>> previous(m.runs.size());
+  auto addOne = [&](bool stat) {
+    const Aabb b = box();
+    m.add(b, stat, rng());
   };
-  std::vector<Run> runs;
-  for (Structure s : kStructures)
-    for (int threads : {1, 2, 8}) {
-      BroadPhaseConfig config;
-      config.structure = s;
-      config.threads = threads;
-      runs.push_back({std::make_unique<BroadPhase>(config), {}, {}, {}});
-    }
-  // The model, by proxy index (every run issues the same indices).
-  std::vector<Aabb> boxes;
-  std::vector<uint8_t> isStatic, live;
-  std::vector<uint64_t> userData;
-  auto addAll = [&](const Aabb& b, bool stat) {
-    const uint64_t user = rng();
-    uint32_t index = 0;
-    for (Run& r : runs) {
-      const ProxyId id =
-          r.bp->add({b, stat ? MotionType::staticBody : MotionType::dynamic, {}, user});
-      if (&r != &runs[0]) {
-        ASSERT_EQ(id.index, index);
-      }
-      index = id.index;
-      if (index >= r.handle.size()) r.handle.resize(index + 1);
-      r.handle[index] = id;
-    }
-    if (index >= boxes.size()) {
-      boxes.resize(index + 1);
-      isStatic.resize(index + 1);
-      live.resize(index + 1);
-      userData.resize(index + 1);
-    }
-    boxes[index] = b;
-    isStatic[index] = stat;
-    live[index] = 1;
-    userData[index] = user;
-  };
-  for (uint32_t i = 0; i < kStart; ++i) addAll(box(), i % 10 == 0);
+  for (uint32_t i = 0; i < kStart; ++i) addOne(i % 10 == 0);
   if (HasFatalFailure()) return;
-
-  auto moveAll = [&](std::span<const uint32_t> ids, std::span<const Aabb> bs) {
-    std::vector<ProxyId> handles(ids.size());
-    for (Run& r : runs) {
-      for (size_t k = 0; k < ids.size(); ++k) handles[k] = r.handle[ids[k]];
-      r.bp->move(handles, bs);
-    }
-    for (size_t k = 0; k < ids.size(); ++k) boxes[ids[k]] = bs[k];
-  };
   auto nudged = [&](uint32_t i) {
     const Vec3 d(step(rng), step(rng), step(rng));
-    return Aabb{boxes[i].min + d, boxes[i].max + d};
-  };
-  auto liveIndices = [&] {
-    std::vector<uint32_t> out;
-    for (uint32_t i = 0; i < live.size(); ++i)
-      if (live[i]) out.push_back(i);
-    return out;
+    return Aabb{m.boxes[i].min + d, m.boxes[i].max + d};
   };
 
   for (int frame = 0; frame < 3; ++frame) {
     std::vector<uint32_t> ids;
     std::vector<Aabb> bs;
-    const std::vector<uint32_t> alive = liveIndices();
+    const std::vector<uint32_t> alive = m.liveIndices();
     if (frame % 3 == 0) {
       // Every live proxy, in index order.
       for (uint32_t i : alive) ids.push_back(i), bs.push_back(nudged(i));
-      moveAll(ids, bs);
+      m.move(ids, bs);
     } else if (frame % 3 == 1) {
       // Most, in index order; then removes of moved proxies, adds into
       // their slots, a second ordered batch naming the new proxies too,
       // and single moves.
       for (uint32_t i : alive)
         if (rng() % 10 < 9) ids.push_back(i), bs.push_back(nudged(i));
-      moveAll(ids, bs);
+      m.move(ids, bs);
       for (int k = 0; k < 600; ++k) {
         const uint32_t i = ids[rng() % ids.size()];
-        if (!live[i]) continue;
-        for (Run& r : runs) r.bp->remove(r.handle[i]);
-        live[i] = 0;
+        if (m.live[i]) m.remove(i);
       }
-      for (int k = 0; k < 400; ++k) addAll(box(), false);
+      for (int k = 0; k < 400; ++k) addOne(false);
       if (HasFatalFailure()) return;
       ids.clear();
       bs.clear();
-      for (uint32_t i : liveIndices())
+      for (uint32_t i : m.liveIndices())
         if (rng() % 2 == 0) ids.push_back(i), bs.push_back(nudged(i));
-      moveAll(ids, bs);
+      m.move(ids, bs);
       for (int k = 0; k < 300; ++k) {
         const uint32_t i = alive[rng() % alive.size()];
-        if (!live[i]) continue;
+        if (!m.live[i]) continue;
         const Aabb b = nudged(i);
-        for (Run& r : runs) r.bp->move(r.handle[i], b);
-        boxes[i] = b;
+        m.move({&i, 1}, {&b, 1}, false);
       }
     } else {
       // Shuffled, with repeats: the last box given for a proxy stands.
@@ -514,36 +535,37 @@ TEST(BroadPhase, LargeBatchesMatchBruteForce) {
         ids.push_back(i);
         bs.push_back(nudged(i));
       }
-      moveAll(ids, bs);
+      m.move(ids, bs);
     }
 
-    const std::vector<Pair> expected = brute::findPairs(boxes, isStatic, live);
-    for (Run& r : runs) {
+    const std::vector<Pair> expected = brute::findPairs(m.boxes, m.isStatic, m.live);
+    for (size_t run = 0; run < m.runs.size(); ++run) {
+      Mirror::Run& r = m.runs[run];
       const FramePairs& f = r.bp->update();
       const char* which = name(r.bp->structure());
       ASSERT_EQ(r.bp->validate(), "") << which << " frame " << frame;
       const std::vector<Pair> now = indicesOf(f.pairs);
       ASSERT_TRUE(test::samePairs(expected, now)) << which << " frame " << frame;
       std::vector<Pair> begun, ended;
-      std::set_difference(now.begin(), now.end(), r.previous.begin(), r.previous.end(),
+      std::set_difference(now.begin(), now.end(), previous[run].begin(), previous[run].end(),
                           std::back_inserter(begun));
-      std::set_difference(r.previous.begin(), r.previous.end(), now.begin(), now.end(),
+      std::set_difference(previous[run].begin(), previous[run].end(), now.begin(), now.end(),
                           std::back_inserter(ended));
       if (frame % 3 != 1) {  // (a reused slot also ends and begins its pairs)
         ASSERT_EQ(indicesOf(f.begun), begun) << which << " frame " << frame;
         ASSERT_EQ(indicesOf(f.ended), ended) << which << " frame " << frame;
       }
       for (const ProxyPair& p : f.pairs) {
-        ASSERT_EQ(p.userDataA, userData[p.a]);
-        ASSERT_EQ(p.userDataB, userData[p.b]);
+        ASSERT_EQ(p.userDataA, m.userData[p.a]);
+        ASSERT_EQ(p.userDataB, m.userData[p.b]);
       }
       // Every run gives the same events, whatever its thread count.
-      const FramePairs& first = runs[0].bp->lastPairs();
+      const FramePairs& first = m.runs[0].bp->lastPairs();
       ASSERT_EQ(indicesOf(f.begun), indicesOf(first.begun)) << which << " frame " << frame;
       ASSERT_EQ(indicesOf(f.ended), indicesOf(first.ended)) << which << " frame " << frame;
       ASSERT_TRUE(eventsCarryUserData(f, r.previousPairs)) << which << " frame " << frame;
       r.previousPairs.assign(f.pairs.begin(), f.pairs.end());
-      r.previous = now;
+      previous[run] = now;
     }
   }
 }
@@ -570,84 +592,28 @@ void runStagedMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
     const Vec3 c(pos(rng), pos(rng), pos(rng));
     return Aabb::fromCenterExtent(c, Vec3(size(rng), size(rng), size(rng)));
   };
-  struct Run {
-    std::unique_ptr<BroadPhase> bp;
-    std::vector<ProxyId> handle;
-    std::vector<ProxyPair> previousPairs;
-  };
-  std::vector<Run> runs;
-  for (Structure s : kStructures)
-    for (int threads : {1, 2}) {
-      BroadPhaseConfig config;
-      config.structure = s;
-      config.threads = threads;
-      runs.push_back({std::make_unique<BroadPhase>(config), {}, {}});
-    }
-  // The model by proxy index; `born` tells a reused slot's proxy apart.
-  std::vector<Aabb> boxes;
-  std::vector<uint8_t> isStatic, live;
-  std::vector<uint64_t> userData;
-  std::vector<uint32_t> born;
-  uint32_t adds = 0;
-  auto addAll = [&](bool stat) {
+  Mirror m({1, 2});
+  auto addOne = [&](bool stat) {
     const Aabb b = box();
-    const uint64_t user = rng();
-    uint32_t index = 0;
-    for (Run& r : runs) {
-      const ProxyId id =
-          r.bp->add({b, stat ? MotionType::staticBody : MotionType::dynamic, {}, user});
-      if (&r != &runs[0]) {
-        ASSERT_EQ(id.index, index);
-      }
-      index = id.index;
-      if (index >= r.handle.size()) r.handle.resize(index + 1);
-      r.handle[index] = id;
-    }
-    if (index >= boxes.size()) {
-      boxes.resize(index + 1);
-      isStatic.resize(index + 1);
-      live.resize(index + 1);
-      userData.resize(index + 1);
-      born.resize(index + 1);
-    }
-    boxes[index] = b;
-    isStatic[index] = stat;
-    live[index] = 1;
-    userData[index] = user;
-    born[index] = adds++;
+    m.add(b, stat, rng());
   };
-  for (uint32_t i = 0; i < n; ++i) addAll(i % 8 == 0);
+  for (uint32_t i = 0; i < n; ++i) addOne(i % 8 == 0);
   if (::testing::Test::HasFatalFailure()) return;
-  auto liveIndices = [&] {
-    std::vector<uint32_t> out;
-    for (uint32_t i = 0; i < live.size(); ++i)
-      if (live[i]) out.push_back(i);
-    return out;
-  };
-  auto nudged = [&](uint32_t i) {
-    const Vec3 d(step(rng), step(rng), step(rng));
-    return Aabb{boxes[i].min + d, boxes[i].max + d};
-  };
-  // A batch (ascending when `ids` is), or one move() call an entry.
+  // Nudged boxes for `ids`, moved as a batch or one move() call an entry.
   auto moveAll = [&](const std::vector<uint32_t>& ids, bool batch) {
     std::vector<Aabb> bs;
-    for (uint32_t i : ids) bs.push_back(nudged(i));
-    std::vector<ProxyId> handles(ids.size());
-    for (Run& r : runs) {
-      for (size_t k = 0; k < ids.size(); ++k) handles[k] = r.handle[ids[k]];
-      if (batch)
-        r.bp->move(handles, bs);
-      else
-        for (size_t k = 0; k < ids.size(); ++k) r.bp->move(handles[k], bs[k]);
+    for (uint32_t i : ids) {
+      const Vec3 d(step(rng), step(rng), step(rng));
+      bs.push_back({m.boxes[i].min + d, m.boxes[i].max + d});
     }
-    for (size_t k = 0; k < ids.size(); ++k) boxes[ids[k]] = bs[k];
+    m.move(ids, bs, batch);
   };
   // Up to `count` of the live proxies of `from`, ascending.
   auto some = [&](const std::vector<uint32_t>& from, uint32_t count) {
     std::vector<uint32_t> out;
     for (uint32_t k = 0; k < count && !from.empty(); ++k) {
       const uint32_t i = from[rng() % from.size()];
-      if (live[i]) out.push_back(i);
+      if (m.live[i]) out.push_back(i);
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -657,7 +623,7 @@ void runStagedMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
   std::set<Key> previous;
   bool special = false;  // one proxy holds a filter that accepts everything, but not the default
   for (int frame = 0; frame < frames; ++frame) {
-    const std::vector<uint32_t> alive = liveIndices();
+    const std::vector<uint32_t> alive = m.liveIndices();
     std::vector<uint32_t> moved;
     bool batch = true;
     const bool scheduled = size_t(frame) < schedule.size();
@@ -676,52 +642,49 @@ void runStagedMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
     if (what & 512) moveAll(alive, true);           // all again (n = 18000: in tasks)
     if (what & 2) moveAll(some(moved, 5), false);   // moved twice: singly
     if (what & 4) {                                 // removed after the move; slots reused
-      for (uint32_t i : some(moved, 20)) {
-        for (Run& r : runs) r.bp->remove(r.handle[i]);
-        live[i] = 0;
-      }
-      for (int k = 0; k < 15; ++k) addAll(rng() % 4 == 0);
+      for (uint32_t i : some(moved, 20)) m.remove(i);
+      for (int k = 0; k < 15; ++k) addOne(rng() % 4 == 0);
       if (::testing::Test::HasFatalFailure()) return;
       // A batch naming pending adds among moved proxies.
-      moveAll(some(liveIndices(), 400), true);
+      moveAll(some(m.liveIndices(), 400), true);
     }
     if (rehomes && (what & 8)) {  // between static and dynamic after the move
       for (uint32_t i : some(moved, 10)) {
-        isStatic[i] = !isStatic[i];
-        for (Run& r : runs)
+        m.isStatic[i] = !m.isStatic[i];
+        for (Mirror::Run& r : m.runs)
           r.bp->setMotionType(r.handle[i],
-                              isStatic[i] ? MotionType::staticBody : MotionType::dynamic);
+                              m.isStatic[i] ? MotionType::staticBody : MotionType::dynamic);
       }
     }
     if (rehomes && (what & 256)) {  // to another layer after the move
       for (uint32_t i : some(moved, 10)) {
         const uint32_t layer = 1 + rng() % 3;  // (the default table: every layer collides)
-        for (Run& r : runs) r.bp->setLayer(r.handle[i], layer);
+        for (Mirror::Run& r : m.runs) r.bp->setLayer(r.handle[i], layer);
       }
     }
     if (what & 16) {  // user data of standing pairs change
       for (uint32_t i : some(alive, 50)) {
-        userData[i] = rng();
-        for (Run& r : runs) r.bp->setUserData(r.handle[i], userData[i]);
+        m.userData[i] = rng();
+        for (Mirror::Run& r : m.runs) r.bp->setUserData(r.handle[i], m.userData[i]);
       }
     }
     if ((what & 32) && (what & 64)) {  // a special proxy appears or goes
       special = !special;
-      const uint32_t i = liveIndices()[0];
-      for (Run& r : runs)
+      const uint32_t i = m.liveIndices()[0];
+      for (Mirror::Run& r : m.runs)
         r.bp->setFilter(r.handle[i], special ? Filter{3, ~uint64_t(0)} : Filter{});
     }
     if (what & 128) moveAll(some(moved, 100), true);  // and once more, after all that
 
-    const std::vector<Pair> expected = brute::findPairs(boxes, isStatic, live);
+    const std::vector<Pair> expected = brute::findPairs(m.boxes, m.isStatic, m.live);
     std::set<Key> now;
-    for (const Pair& p : expected) now.insert({{p.a, born[p.a]}, {p.b, born[p.b]}});
+    for (const Pair& p : expected) now.insert({{p.a, m.born[p.a]}, {p.b, m.born[p.b]}});
     std::vector<Key> begun, ended;
     std::set_difference(now.begin(), now.end(), previous.begin(), previous.end(),
                         std::back_inserter(begun));
     std::set_difference(previous.begin(), previous.end(), now.begin(), now.end(),
                         std::back_inserter(ended));
-    for (Run& r : runs) {
+    for (Mirror::Run& r : m.runs) {
       const char* which = name(r.bp->structure());
       const int threads = r.bp->threadCount();
       // (Before the update too: validate() checks the staged batch.)
@@ -735,8 +698,8 @@ void runStagedMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
       ASSERT_TRUE(test::samePairs(indicesOf(ended), indicesOf(f.ended)))
           << "ended: " << which << " " << threads << " frame " << frame;
       for (const ProxyPair& p : f.pairs) {
-        ASSERT_EQ(p.userDataA, userData[p.a]) << which << " frame " << frame;
-        ASSERT_EQ(p.userDataB, userData[p.b]) << which << " frame " << frame;
+        ASSERT_EQ(p.userDataA, m.userData[p.a]) << which << " frame " << frame;
+        ASSERT_EQ(p.userDataB, m.userData[p.b]) << which << " frame " << frame;
       }
       ASSERT_TRUE(eventsCarryUserData(f, r.previousPairs)) << which << " frame " << frame;
       r.previousPairs.assign(f.pairs.begin(), f.pairs.end());
