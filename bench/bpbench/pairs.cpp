@@ -94,6 +94,7 @@ void measure(const PairsSpec& spec, Bytes& out) {
       backend->move(moving, moved, scheduler);
     backend->findPairs(scheduler, pairs);
     const double ms = msSince(start);
+    backend->exportPairs(scheduler, pairs);
 
     r.frameMs.push_back(ms);
     r.frameCounts.push_back(pairs.size());

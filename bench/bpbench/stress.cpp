@@ -115,6 +115,7 @@ int commandStress(const Options& o) {
     backend->add(churnIds, churnBoxes, churnStatic);
     backend->findPairs(scheduler, pairs);
     lastMs = secondsSince(t0) * 1e3;
+    backend->exportPairs(scheduler, pairs);
 
     ++frames;
     const double at = secondsSince(loopStart);
