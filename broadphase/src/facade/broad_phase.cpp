@@ -697,6 +697,7 @@ void BroadPhase::mergePairsAndEvents() {
   pairs_.resize(nc);
   const bool anyRenewed = !renewedList_.empty();
   const bool lookUp = userDataChanged_;
+  const bool copyRuns = !anyRenewed && !lookUp;
   // A pair's key from its first 8 bytes (a, then b: both Pair and ProxyPair
   // start so), in one load; ~0 past the end of a list (no pair has a == b).
   auto keyAt = [](const void* pair) {
@@ -706,6 +707,18 @@ void BroadPhase::mergePairsAndEvents() {
   };
   static_assert(offsetof(Pair, a) == 0 && offsetof(Pair, b) == 4);
   static_assert(offsetof(ProxyPair, a) == 0 && offsetof(ProxyPair, b) == 4);
+  // The first 8 bytes of kRun pairs of this frame and of the last, equal.
+  constexpr size_t kRun = 4;
+  auto sameRun = [](const Pair* now, const ProxyPair* prev) {
+    uint64_t differ = 0;
+    for (size_t k = 0; k < kRun; ++k) {
+      uint64_t x, y;
+      std::memcpy(&x, &now[k], sizeof x);
+      std::memcpy(&y, &prev[k], sizeof y);
+      differ |= x ^ y;
+    }
+    return differ == 0;
+  };
   mergeInRanges(
       nc, [&](size_t j) { return keyAt(&raw[j]); },
       [&](size_t i, size_t iEnd, size_t j, size_t jEnd, EventPieces piece) {
@@ -719,6 +732,19 @@ void BroadPhase::mergePairsAndEvents() {
         auto prevKey = [&](size_t k) { return k < iEnd ? keyAt(&prev[k]) : ~uint64_t(0); };
         uint64_t last = prevKey(i);
         for (; j < jEnd; ++j) {
+          // Runs of standing pairs, four at a time: where the next four
+          // pairs of both lists have the same (a, b) words, and no proxy was
+          // renewed nor user data changed, they stand and their entries are
+          // copied whole, without a branch or a lookup a pair.
+          if (copyRuns && j + kRun <= jEnd && i + kRun <= iEnd && sameRun(&now[j], &prev[i])) {
+            do {
+              std::memcpy(static_cast<void*>(&out[j]), &prev[i], kRun * sizeof(ProxyPair));
+              j += kRun;
+              i += kRun;
+            } while (j + kRun <= jEnd && i + kRun <= iEnd && sameRun(&now[j], &prev[i]));
+            last = prevKey(i);
+            if (j == jEnd) break;
+          }
           // The user data of a pair some steps ahead, in case it begins:
           // read behind the merge's branches, each lookup would wait for
           // the last.
