@@ -104,6 +104,27 @@ std::vector<RayHit> allOf(const RayTree& tree, const Ray& ray) {
   return hits;
 }
 
+// Every leaf the unordered walk reaches, sorted; and its first (any hit):
+// a hit of the ray, or none when the ray hits nothing.
+std::vector<RayHit> allUnorderedOf(const RayTree& tree, const Ray& ray) {
+  std::vector<RayHit> hits;
+  RayTreeWalk(tree, ray).walkUnordered(ray.maxT, [&](uint32_t id, float t) {
+    hits.push_back({id, t});
+    return true;
+  });
+  std::sort(hits.begin(), hits.end(), hitBefore);
+  return hits;
+}
+
+RayHit anyOf(const RayTree& tree, const Ray& ray) {
+  RayHit first;
+  RayTreeWalk(tree, ray).walkUnordered(ray.maxT, [&](uint32_t id, float t) {
+    first = {id, t};
+    return false;
+  });
+  return first;
+}
+
 TEST(RayTree, WalkMatchesBruteForceOnAwkwardBoxes) {
   std::mt19937 rng(5);
   Scheduler scheduler(2);
@@ -117,7 +138,14 @@ TEST(RayTree, WalkMatchesBruteForceOnAwkwardBoxes) {
       ASSERT_EQ(tree.validate(), "") << count;
       for (const Ray& ray : awkwardRays(rng, 300)) {
         ASSERT_EQ(closestOf(tree, ray), brute::castRayClosest(boxes, ray)) << count;
-        ASSERT_EQ(allOf(tree, ray), brute::castRayAll(boxes, ray)) << count;
+        const std::vector<RayHit> all = brute::castRayAll(boxes, ray);
+        ASSERT_EQ(allOf(tree, ray), all) << count;
+        ASSERT_EQ(allUnorderedOf(tree, ray), all) << count;
+        const RayHit any = anyOf(tree, ray);
+        ASSERT_EQ(any.hit(), !all.empty()) << count;
+        if (any.hit()) {
+          ASSERT_TRUE(std::find(all.begin(), all.end(), any) != all.end()) << count;
+        }
       }
     }
   }

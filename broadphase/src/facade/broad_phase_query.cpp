@@ -101,15 +101,21 @@ RayHit castOne(const Side& side, const RayTree* tree, const Ray& ray, RayQuery k
                const Filter& filter, const std::vector<Rules>* filters) {
   RayHit best;
   if (tree) {
-    float reach = ray.maxT;
-    const bool any = kind == RayQuery::any;
-    RayTreeWalk(*tree, ray).walk(reach, [&](uint32_t p, float t) {
-      if (p == kNullIndex || (filters && !filter.accepts((*filters)[p].filter))) return true;
-      const RayHit h{p, t};
-      if (any) {
-        best = h;
+    const auto accepted = [&](uint32_t p) {
+      return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter));
+    };
+    if (kind == RayQuery::any) {
+      RayTreeWalk(*tree, ray).walkUnordered(ray.maxT, [&](uint32_t p, float t) {
+        if (!accepted(p)) return true;
+        best = {p, t};
         return false;
-      }
+      });
+      return best;
+    }
+    float reach = ray.maxT;
+    RayTreeWalk(*tree, ray).walk(reach, [&](uint32_t p, float t) {
+      if (!accepted(p)) return true;
+      const RayHit h{p, t};
       if (!best.hit() || hitBefore(h, best)) {
         best = h;
         reach = t;

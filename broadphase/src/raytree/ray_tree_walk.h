@@ -98,6 +98,46 @@ class RayTreeWalk {
     }
   }
 
+  // The leaves whose box the ray enters at t <= reach, in no particular
+  // order: onLeaf(id, t) as for walk(), but `reach` stays fixed. For a
+  // query that ends at the first leaf it accepts (any hit), nearer-first
+  // buys nothing and its sort costs a third of the walk on a tree in cache
+  // (docs/decisions.md, "Rays").
+  template <class OnLeaf>
+  void walkUnordered(float reach, OnLeaf&& onLeaf) {
+    const Lanes lanes = makeLanes();
+    uint32_t stack[kStack];
+    int size = 0;
+    uint32_t n = 0;
+    for (;;) {
+      const RayNode& node = nodes_[n];
+      alignas(32) float t[kRayWidth];
+      const unsigned hit = lanes.test(node, reach, t);
+      unsigned leaves = hit & leafLanes(node);
+      unsigned inner = hit & ~leaves;
+      while (leaves) {
+        const int k = __builtin_ctz(leaves);
+        leaves &= leaves - 1;
+        if (!onLeaf(node.id[k], t[k])) return;
+      }
+      if (inner != 0) {
+        // One child next, the others pushed (at most seven a level, as walk()).
+        int k = __builtin_ctz(inner);
+        inner &= inner - 1;
+        while (inner != 0) {
+          prefetch(node.child[k]);
+          stack[size++] = node.child[k];
+          k = __builtin_ctz(inner);
+          inner &= inner - 1;
+        }
+        n = node.child[k];
+        continue;
+      }
+      if (size == 0) return;
+      n = stack[--size];
+    }
+  }
+
  private:
   void prefetch(uint32_t n) const {
 #if defined(__SSE2__)
