@@ -1,11 +1,14 @@
 // RayTreeWalk: one ray through a RayTree, eight child boxes a step.
 //
 // walk(reach, onLeaf) visits the leaves whose box the ray enters at t <=
-// reach, nearer child nodes first: onLeaf(id, t) sees each such leaf's id once and
-// may shrink `reach` (a closest hit clips to its t, a callback to what it
-// returns); it returns false to stop the walk. Leaves of one node arrive in
-// slot order, so the order is only roughly nearest first; the query decides
-// ties itself (hitBefore) and is exact for any order.
+// reach, each node's nearest child node first: onLeaf(id, t) sees each such
+// leaf's id once and may shrink `reach` (a closest hit clips to its t, a
+// callback to what it returns); it returns false to stop the walk. The
+// other children wait on a stack and are walked only if they still start
+// within reach when popped. The order is only roughly nearest first; the
+// query decides ties itself (hitBefore) and is exact for any order.
+// walkUnordered(reach, onLeaf) is the same without the nearest-first
+// choice and with a fixed reach, for queries that stop at their first leaf.
 #pragma once
 
 #include <broadphase/math/ray.h>
@@ -36,77 +39,30 @@ class RayTreeWalk {
 
   template <class OnLeaf>
   void walk(float& reach, OnLeaf&& onLeaf) {
-    // Everything a node test needs, in locals the compiler keeps in
-    // registers: the three axes unrolled, each plane's offset in a node.
-    const Lanes lanes = makeLanes();
-    uint32_t stackNode[kStack];
-    float stackT[kStack];
-    int size = 0;
-    uint32_t n = 0;
-    for (;;) {
-      const RayNode& node = nodes_[n];
-      alignas(32) float t[kRayWidth];
-      const unsigned hit = lanes.test(node, reach, t);
-      unsigned leaves = hit & leafLanes(node);
-      unsigned inner = hit & ~leaves;
-      while (leaves) {
-        const int k = __builtin_ctz(leaves);
-        leaves &= leaves - 1;
-        if (t[k] <= reach && !onLeaf(node.id[k], t[k])) return;
-      }
-      if (inner != 0) {
-        int k = __builtin_ctz(inner);
-        inner &= inner - 1;
-        if (inner == 0) {  // one child: no stack
-          n = node.child[k];
-          continue;
-        }
-        // Several: the nearest next, the others pushed farthest first.
-        uint32_t next[kRayWidth];
-        float nextT[kRayWidth];
-        int count = 0;
-        for (;;) {
-          int j = count++;
-          for (; j > 0 && nextT[j - 1] < t[k]; --j) {
-            next[j] = next[j - 1];
-            nextT[j] = nextT[j - 1];
-          }
-          next[j] = node.child[k];
-          nextT[j] = t[k];
-          if (inner == 0) break;
-          k = __builtin_ctz(inner);
-          inner &= inner - 1;
-        }
-        // next[] is farthest first now. The pushed ones are fetched while
-        // the nearest is walked: most are popped soon after.
-        for (int j = 0; j + 1 < count; ++j) {
-          prefetch(next[j]);
-          stackNode[size] = next[j];
-          stackT[size] = nextT[j];
-          ++size;
-        }
-        n = next[count - 1];
-        continue;
-      }
-      // Pop the nearest entry still within reach.
-      for (;;) {
-        if (size == 0) return;
-        --size;
-        if (stackT[size] <= reach) break;
-      }
-      n = stackNode[size];
-    }
+    walkWith<true>(reach, onLeaf);
   }
 
   // The leaves whose box the ray enters at t <= reach, in no particular
   // order: onLeaf(id, t) as for walk(), but `reach` stays fixed. For a
   // query that ends at the first leaf it accepts (any hit), nearer-first
-  // buys nothing and its sort costs a third of the walk on a tree in cache
-  // (docs/decisions.md, "Rays").
+  // buys nothing (docs/decisions.md, "Rays").
   template <class OnLeaf>
   void walkUnordered(float reach, OnLeaf&& onLeaf) {
+    walkWith<false>(reach, onLeaf);
+  }
+
+ private:
+  // kNearestFirst: walk(), each node's nearest child next and the others'
+  // entry distances kept, so that one popped once the reach has shrunk past
+  // it is skipped. Otherwise walkUnordered(): the first child in slot order
+  // next, `reach` never shrinks.
+  template <bool kNearestFirst, class OnLeaf>
+  void walkWith(float& reach, OnLeaf& onLeaf) {
+    // Everything a node test needs, in locals the compiler keeps in
+    // registers: the three axes unrolled, each plane's offset in a node.
     const Lanes lanes = makeLanes();
-    uint32_t stack[kStack];
+    uint32_t stackNode[kStack];
+    float stackT[kNearestFirst ? kStack : 1];
     int size = 0;
     uint32_t n = 0;
     for (;;) {
@@ -114,31 +70,56 @@ class RayTreeWalk {
       alignas(32) float t[kRayWidth];
       const unsigned hit = lanes.test(node, reach, t);
       unsigned leaves = hit & leafLanes(node);
-      unsigned inner = hit & ~leaves;
+      const unsigned inner = hit & ~leaves;
       while (leaves) {
         const int k = __builtin_ctz(leaves);
         leaves &= leaves - 1;
-        if (!onLeaf(node.id[k], t[k])) return;
+        if ((!kNearestFirst || t[k] <= reach) && !onLeaf(node.id[k], t[k])) return;
       }
       if (inner != 0) {
-        // One child next, the others pushed (at most seven a level, as walk()).
-        int k = __builtin_ctz(inner);
-        inner &= inner - 1;
-        while (inner != 0) {
-          prefetch(node.child[k]);
-          stack[size++] = node.child[k];
-          k = __builtin_ctz(inner);
-          inner &= inner - 1;
+        int next = __builtin_ctz(inner);
+        if ((inner & (inner - 1)) == 0) {  // one child: no stack
+          n = node.child[next];
+          continue;
         }
-        n = node.child[k];
+        // Several: one next, the others pushed (at most seven a level). For
+        // walk() the nearest is found, not an order of all: a sort's
+        // compares mispredicted on a tree in cache, and a pushed child is
+        // walked only if it still starts within reach when popped
+        // (docs/decisions.md, "Rays").
+        if constexpr (kNearestFirst) {
+          for (unsigned rest = inner & (inner - 1); rest != 0; rest &= rest - 1) {
+            const int k = __builtin_ctz(rest);
+            next = t[k] < t[next] ? k : next;
+          }
+        }
+        // The pushed ones are fetched while the next is walked: most are
+        // popped soon after.
+        for (unsigned rest = inner & ~(1u << next); rest != 0; rest &= rest - 1) {
+          const int k = __builtin_ctz(rest);
+          prefetch(node.child[k]);
+          stackNode[size] = node.child[k];
+          if constexpr (kNearestFirst) stackT[size] = t[k];
+          ++size;
+        }
+        n = node.child[next];
         continue;
       }
-      if (size == 0) return;
-      n = stack[--size];
+      // Pop the last pushed entry (walk(): that still starts within reach).
+      if constexpr (kNearestFirst) {
+        for (;;) {
+          if (size == 0) return;
+          --size;
+          if (stackT[size] <= reach) break;
+        }
+      } else {
+        if (size == 0) return;
+        --size;
+      }
+      n = stackNode[size];
     }
   }
 
- private:
   void prefetch(uint32_t n) const {
 #if defined(__SSE2__)
     const char* node = reinterpret_cast<const char*>(nodes_ + n);
