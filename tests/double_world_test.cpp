@@ -28,7 +28,7 @@ struct Config {
 };
 
 const Config kSetups[] = {{Structure::bvh, 1}, {Structure::sweep, 1}, {Structure::automatic, 1},
-                         {Structure::bvh, 2}, {Structure::sweep, 2}, {Structure::automatic, 2}};
+                          {Structure::bvh, 2}, {Structure::sweep, 2}, {Structure::automatic, 2}};
 
 std::string name(const Config& s) {
   const char* names[] = {"bvh", "sweep", "automatic"};
@@ -64,16 +64,16 @@ std::vector<uint32_t> collectPoint(const BroadPhase& bp, const DVec3& point) {
 
 // Every double query of `bp` against the oracle over `boxes` (index = proxy).
 void checkQueries(const BroadPhase& bp, const std::vector<DAabb>& boxes, const DVec3& offset,
-                  uint32_t n, const std::string& where) {
+                  uint32_t n, const std::string& where, std::span<const uint8_t> live = {}) {
   const std::vector<Ray> rays = makeRays(n, 60, 7);
   for (size_t r = 0; r < rays.size(); ++r) {
     const DVec3 start = toDouble(rays[r].origin) + offset;
     const DVec3 dir = toDouble(rays[r].direction);
     const double length = rays[r].maxT;
     const DRay ray = makeRay(start, dir, length);
-    const DRayHit expected = brute::castRayClosest(boxes, ray);
+    const DRayHit expected = brute::castRayClosest(boxes, ray, live);
     ASSERT_EQ(bp.castRay(start, dir, length), expected) << where << " ray " << r;
-    const std::vector<DRayHit> all = brute::castRayAll(boxes, ray);
+    const std::vector<DRayHit> all = brute::castRayAll(boxes, ray, live);
     std::vector<DRayHit> got;
     bp.castRayAll(start, dir, length, got);
     ASSERT_EQ(got, all) << where << " ray " << r;
@@ -90,11 +90,11 @@ void checkQueries(const BroadPhase& bp, const std::vector<DAabb>& boxes, const D
     const DVec3 p = c + offset;
     const double h = 0.5 + 3.0 * rng.uniform();
     const DAabb box{p - DVec3{h, h, h}, p + DVec3{h, h, 0.5 * h}};
-    ASSERT_EQ(collectBox(bp, box), brute::queryBox(boxes, box)) << where << " box " << q;
-    ASSERT_EQ(collectPoint(bp, p), brute::queryPoint(boxes, p)) << where << " point " << q;
+    ASSERT_EQ(collectBox(bp, box), brute::queryBox(boxes, box, live)) << where << " box " << q;
+    ASSERT_EQ(collectPoint(bp, p), brute::queryPoint(boxes, p, live)) << where << " point " << q;
     std::vector<DNeighbour> near;
     bp.nearest(p, 5, near);
-    ASSERT_EQ(near, brute::nearest(boxes, p, 5)) << where << " nearest " << q;
+    ASSERT_EQ(near, brute::nearest(boxes, p, 5, live)) << where << " nearest " << q;
   }
 }
 
@@ -268,6 +268,64 @@ TEST(DoubleWorld, FloatAndDoubleProxiesMix) {
     for (const test::ReportedError& e : capture.errors())
       EXPECT_EQ(e.code, ErrorCode::invalidArgument);
   }
+}
+
+// Frames that move a different quarter of the proxies each, all of them,
+// none, remove some and add others into their slots: every double query
+// after each, with and without concurrentQueries (whose queries read a
+// published copy of the double boxes, brought up to date entry by entry).
+TEST(DoubleWorld, EveryFramesDoubleBoxesAnswerQueries) {
+  for (const bool concurrent : {false, true})
+    for (const Config& setup : kSetups) {
+      const std::string where = name(setup) + (concurrent ? " concurrentQueries" : "");
+      const uint32_t n = 400;
+      Scene scene = makeScene(SceneKind::uniform, n, 4);
+      const DVec3 shift{1e9, -1e9, 1e9};
+      BroadPhase bp({.structure = setup.structure,
+                     .threads = setup.threads,
+                     .concurrentQueries = concurrent});
+      bp.shiftOrigin(Vec3(1e9f, -1e9f, 1e9f));
+      std::vector<DAabb> boxes(n);
+      std::vector<uint8_t> live(n, 1);
+      std::vector<ProxyId> ids(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        boxes[i] = brute::translated(scene.boxes[i], shift);
+        ids[i] = bp.add(DProxyDesc{.box = boxes[i]});
+      }
+      std::vector<uint32_t> removed;
+      for (int frame = 0; frame < 9; ++frame) {
+        scene.step();
+        for (uint32_t i = 0; i < n; ++i) {
+          const bool moves = frame == 4 || (frame != 5 && i % 4 == uint32_t(frame) % 4);
+          if (!live[i] || !moves) continue;
+          boxes[i] = brute::translated(scene.boxes[i], shift);
+          bp.move(ids[i], boxes[i]);
+        }
+        if (frame == 2 || frame == 6) {
+          for (uint32_t i = uint32_t(frame); i < n; i += 13) {
+            if (!live[i]) continue;
+            bp.remove(ids[i]);
+            live[i] = 0;
+            removed.push_back(i);
+          }
+        }
+        if (frame == 3 || frame == 7) {
+          for (const uint32_t r : removed) {
+            const DAabb box = brute::translated(scene.boxes[r], shift);
+            const ProxyId id = bp.add(DProxyDesc{.box = box});
+            ASSERT_FALSE(live[id.index]) << where;
+            boxes[id.index] = box;
+            ids[id.index] = id;
+            live[id.index] = 1;
+          }
+          removed.clear();
+        }
+        bp.update();
+        ASSERT_EQ(bp.validate(), "") << where << " frame " << frame;
+        checkQueries(bp, boxes, shift, n, where + " frame " + std::to_string(frame), live);
+        if (testing::Test::HasFatalFailure()) return;
+      }
+    }
 }
 
 // shiftOrigin re-rounds the double proxies around the new origin: the

@@ -90,6 +90,7 @@ void BroadPhase::markDouble(uint32_t index, const DAabb& box) {
   w.reserveIndex(index);
   w.pending[index] = box;
   w.isDouble[index] = 1;
+  if (view_) view_->doublesTouched.push_back(index);
   ++w.count;
   ++special_;  // its pairs go through accepts(), which decides them in double
 }
@@ -97,6 +98,7 @@ void BroadPhase::markDouble(uint32_t index, const DAabb& box) {
 void BroadPhase::forgetDouble(uint32_t index) {
   if (!dworld_->has(index)) return;
   dworld_->isDouble[index] = 0;
+  if (view_) view_->doublesTouched.push_back(index);
   --dworld_->count;
   --special_;
 }
@@ -105,10 +107,14 @@ void BroadPhase::forgetDouble(uint32_t index) {
 // boxes of the adds and moves it applies become what queries test.
 void BroadPhase::applyDoubleBoxes() {
   DoubleWorld& w = *dworld_;
+  auto apply = [&](uint32_t i) {
+    w.applied[i] = w.pending[i];
+    if (view_) view_->doublesTouched.push_back(i);
+  };
   for (const uint32_t i : pendingAdds_)
-    if ((state_[i] & kPendingAdd) && w.has(i)) w.applied[i] = w.pending[i];
+    if ((state_[i] & kPendingAdd) && w.has(i)) apply(i);
   for (const uint32_t i : pendingMoves_)
-    if ((state_[i] & kPendingMove) && w.has(i)) w.applied[i] = w.pending[i];
+    if ((state_[i] & kPendingMove) && w.has(i)) apply(i);
 }
 
 // accepts(), after applyPending(): a pair with a double proxy stands when

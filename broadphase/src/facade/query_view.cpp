@@ -45,9 +45,21 @@ bool BroadPhase::QueryView::stageDoubles(const BroadPhase& bp) {
   if (w == nullptr) return false;
   // Assignments into kept buffers: a steady frame does not allocate.
   stagedDoubles.origin = w->origin;
-  stagedDoubles.applied.assign(w->applied.begin(), w->applied.end());
-  stagedDoubles.isDouble.assign(w->isDouble.begin(), w->isDouble.end());
   stagedDoubles.count = w->count;
+  if (!stagedDoublesLag) {
+    stagedDoubles.applied.assign(w->applied.begin(), w->applied.end());
+    stagedDoubles.isDouble.assign(w->isDouble.begin(), w->isDouble.end());
+    return true;
+  }
+  // The writer's arrays only grow between rebuilds; the entries past the
+  // old size that matter are touched.
+  stagedDoubles.applied.resize(w->applied.size());
+  stagedDoubles.isDouble.resize(w->isDouble.size(), 0);
+  for (const std::vector<uint32_t>* touched : {&doublesTouchedBefore, &doublesTouched})
+    for (const uint32_t i : *touched) {
+      stagedDoubles.applied[i] = w->applied[i];
+      stagedDoubles.isDouble[i] = w->isDouble[i];
+    }
   return true;
 }
 
@@ -97,6 +109,10 @@ void BroadPhase::QueryView::publish(const BroadPhase& bp) {
     side->update(*bp.scheduler_);
     ++frame;
   }
+  // `stagedDoubles` now holds the frame published before this one.
+  doublesTouchedBefore.swap(doublesTouched);
+  doublesTouched.clear();
+  stagedDoublesLag = doublesNow;
   removed.clear();
   added.clear();
   userDataSet.clear();
@@ -133,6 +149,9 @@ void BroadPhase::QueryView::rebuild(const BroadPhase& bp) {
     ++frame;
   }
   inner.swap(freshInner);
+  doublesTouched.clear();
+  doublesTouchedBefore.clear();
+  stagedDoublesLag = false;  // `stagedDoubles` holds an older view: copied whole next time
   removed.clear();
   added.clear();
   userDataSet.clear();
@@ -169,7 +188,9 @@ size_t BroadPhase::QueryView::memoryBytes() const {
          rules.capacity() * sizeof(Rules) + userData.capacity() * sizeof(uint64_t) +
          live.capacity() +
          (inner.capacity() + removed.capacity() + moveIds.capacity()) * sizeof(ProxyId) +
-         (added.capacity() + userDataSet.capacity()) * sizeof(uint32_t);
+         (added.capacity() + userDataSet.capacity() + doublesTouched.capacity() +
+          doublesTouchedBefore.capacity()) *
+             sizeof(uint32_t);
 }
 
 // --- QueryRead ----------------------------------------------------------------

@@ -62,6 +62,14 @@ struct BroadPhase::QueryView {
   std::vector<uint32_t> userDataSet;  // proxies given user data since the last publish
   std::vector<ProxyId> moveIds;       // publish(): the frame's moves, in `side`'s handles
   DoubleWorld stagedDoubles;          // publish(): the next `doubles`, copied outside the lock
+  // The double proxies whose applied DAabb or flag changed since the last
+  // publish, and those published then: while stagedDoublesLag, stagedDoubles
+  // is the frame before the published one, so a publish copies only the
+  // entries of both lists into it, not every proxy's (after a rebuild, or
+  // without a DoubleWorld, it copies all).
+  std::vector<uint32_t> doublesTouched;
+  std::vector<uint32_t> doublesTouchedBefore;
+  bool stagedDoublesLag = false;
 
   explicit QueryView(std::unique_ptr<Side> structure);
 
@@ -76,8 +84,9 @@ struct BroadPhase::QueryView {
   }
 
   const DoubleWorld* doubleView() const { return doubleWorld ? &doubles : nullptr; }
-  // Copies the writer's origin and applied DAabbs into stagedDoubles; true
-  // when it has a DoubleWorld. Under the lock, swapDoubles() puts them in.
+  // Brings stagedDoubles to the writer's origin and applied DAabbs (the
+  // touched entries, or all); true when it has a DoubleWorld. Under the
+  // lock, swapDoubles() puts them in.
   bool stageDoubles(const BroadPhase& bp);
   void swapDoubles(bool present);
 
