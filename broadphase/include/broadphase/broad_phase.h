@@ -506,29 +506,14 @@ class BroadPhase {
   std::unique_ptr<Side> makeStructure() const;
   void rebuild();
   void recordMove(uint32_t index, const Aabb& box);
-  // Records entries [begin, end) of a checked batch (see the definition);
-  // with `staged` non-null, also stages them for the structure.
-  struct StagedMoves {
-    ProxyId* ids;
-    Aabb* boxes;
-  };
+  // Records entries [begin, end) of a checked batch (see the definition).
   uint32_t recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                       uint32_t end, uint32_t* out, const StagedMoves* staged, bool& repeated);
-  // Whether moveIds_/moveBoxes_ hold the structure's batch for pendingMoves_
-  // (see movesStaged_).
-  bool movesStaged() const { return movesStaged_ && moveIds_.size() == pendingMoves_.size(); }
-  // The frame's first record: the staged list starts empty (the last
-  // frame's moves are no longer read).
-  void startStaging() {
-    movesStaged_ = true;
-    moveIds_.clear();
-    moveBoxes_.clear();
-  }
+                       uint32_t end, uint32_t* out);
   // A listed proxy stops being a pending move other than through
-  // applyPending() (remove, rehome, a second move): its staged entry no
-  // longer says what the structure must get.
+  // applyPending() (remove, rehome): its entry in pendingMoves_ stays behind
+  // and applyPending() drops it.
   void unstageIfListed(uint32_t index) {
-    if (state_[index] & kPendingMove) movesStaged_ = false;
+    if (state_[index] & kPendingMove) movesDropped_ = true;
   }
   // The rule recordMove and the batch move share: a proxy joins
   // pendingMoves_ unless a move or its add is pending already, and gains
@@ -601,22 +586,19 @@ class BroadPhase {
   std::vector<uint32_t> pendingAdds_;
   std::vector<uint32_t> pendingMoves_;
   std::vector<ProxyId> pendingRemoves_;  ///< handles inside the structure
-  /// The pending moves as one batch for the structure: the inner handle
-  /// and box of each proxy of pendingMoves_, entry for entry, written by the
-  /// record itself while movesStaged_ holds, else gathered by applyPending().
-  /// They hold the frame's moves until the next frame's first move (the
-  /// query structure's publish reads them).
+  /// True when some entry of pendingMoves_ no longer names a pending move
+  /// (its proxy was removed or rehomed since): applyPending() drops those.
+  bool movesDropped_ = false;
+  /// The moves the last applyPending() gave the structure, by proxy index,
+  /// each proxy once, its box in boxes_ (the query structure's publish
+  /// reads them).
+  std::vector<uint32_t> appliedMoves_;
+  /// The structure's batch when its slots are not the proxy indices
+  /// (Side::remapped): the slot handles and boxes, gathered.
   std::vector<ProxyId> moveIds_;
   std::vector<Aabb> moveBoxes_;
-  /// True while moveIds_/moveBoxes_ (when as long as pendingMoves_) are that
-  /// batch: the frame's first record starts it, and anything that leaves a
-  /// staged entry behind its proxy clears it (a second move of a listed
-  /// proxy, its remove, a rehome, a snapshot load). applyPending() then
-  /// gathers instead.
-  bool movesStaged_ = false;
   /// move() and applyPending(), per chunk of a batch: whether its indices
-  /// strictly increase (then, in move(), whether it moved a listed proxy
-  /// again), and how many entries it kept. Each chunk's task writes its own
+  /// strictly increase, and how many entries it kept. Each chunk's task writes its own
   /// entry once, so they need no padding.
   std::vector<uint8_t> chunkAscending_;
   std::vector<uint32_t> chunkCount_;

@@ -108,6 +108,11 @@ class Bvh {
   void moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler&) {
     for (size_t k = 0; k < ids.size(); ++k) applyMove(ids[k].index, boxes[k]);
   }
+  // The same for indices whose boxes lie at their own index of `boxesByIndex`.
+  void moveUnchecked(std::span<const uint32_t> indices, std::span<const Aabb> boxesByIndex,
+                     Scheduler&) {
+    for (const uint32_t i : indices) applyMove(i, boxesByIndex[i]);
+  }
   bool contains(ProxyId id) const { return pool_.isLive(id); }
   const Aabb& box(uint32_t index) const;
   bool isStatic(uint32_t index) const;

@@ -132,4 +132,11 @@ bool indicesAscending(std::span<const ProxyId> ids, size_t begin, size_t end) {
   return ascending;
 }
 
+bool indicesAscending(std::span<const uint32_t> indices, size_t begin, size_t end) {
+  begin = std::max<size_t>(begin, 1);
+  bool ascending = true;
+  for (size_t k = begin; k < end; ++k) ascending &= indices[k - 1] < indices[k];
+  return ascending;
+}
+
 }  // namespace bp

@@ -22,5 +22,7 @@ bool allLiveAndValid(const HandlePool& pool, std::span<const ProxyId> ids,
 // entry before them (entry 0 has none): the batch names no proxy twice
 // there, so its entries may be written by several threads at once.
 bool indicesAscending(std::span<const ProxyId> ids, size_t begin, size_t end);
+// The same for a batch of bare indices.
+bool indicesAscending(std::span<const uint32_t> indices, size_t begin, size_t end);
 
 }  // namespace bp

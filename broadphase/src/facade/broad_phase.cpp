@@ -302,118 +302,56 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
                                                     " was added with a DAabb (move it with one)");
         return;
       }
-  // The batch is also staged for the structure (moveIds_/moveBoxes_) while
-  // the staged list is exact: then applyPending() hands it over as it is.
   const size_t listed = pendingMoves_.size();
-  // (At the frame's first record the staged list restarts; resized below
-  // from the last frame's size, not cleared, so that it is not zero-filled.)
-  if (listed == 0) movesStaged_ = true;
-  const bool stage = listed == 0 || movesStaged();
   pendingMoves_.resize(listed + n);
   uint32_t* const out = pendingMoves_.data() + listed;
-  StagedMoves staged{nullptr, nullptr};
-  if (stage) {
-    moveIds_.resize(listed + n);
-    moveBoxes_.resize(listed + n);
-    staged = {moveIds_.data() + listed, moveBoxes_.data() + listed};
-  }
   const bool unique = recordInTasks && std::all_of(chunkAscending_.begin(), chunkAscending_.end(),
                                                    [](uint8_t a) { return a != 0; });
   uint32_t joined = 0;
-  bool repeated = false;
   if (unique) {
     chunkCount_.resize(split.count);
     forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
-      bool chunkRepeated = false;
-      const StagedMoves at{staged.ids + begin, staged.boxes + begin};
-      chunkCount_[c] =
-          recordMoves(ids, boxes, begin, end, out + begin, stage ? &at : nullptr, chunkRepeated);
-      chunkAscending_[c] = chunkRepeated;
+      chunkCount_[c] = recordMoves(ids, boxes, begin, end, out + begin);
     });
     joined = closeUp(out, n, split.size, chunkCount_);
-    if (stage) {
-      closeUp(staged.ids, n, split.size, chunkCount_);
-      closeUp(staged.boxes, n, split.size, chunkCount_);
-    }
-    repeated = std::any_of(chunkAscending_.begin(), chunkAscending_.end(),
-                           [](uint8_t r) { return r != 0; });
   } else {
-    joined = recordMoves(ids, boxes, 0, n, out, stage ? &staged : nullptr, repeated);
+    joined = recordMoves(ids, boxes, 0, n, out);
   }
   pendingMoves_.resize(listed + joined);
-  if (stage) {
-    moveIds_.resize(listed + joined);
-    moveBoxes_.resize(listed + joined);
-  }
-  if (repeated) movesStaged_ = false;
 }
 
 // recordMove() for entries [begin, end) of a checked batch, without a branch
 // per entry: each index joins the list at `out` unless already pending (a
 // repeat, or an add not applied yet). The slot at out[joined] is written
 // whether or not the entry joins; it lies within the entries' own stretch
-// (joined <= k - begin), so chunks writing side by side never meet. With
-// `staged`, the proxy's inner handle and box go to the same places of
-// staged->ids and staged->boxes, so that applyPending() need not gather
-// them (the reads and writes of one more pass over the moves: uniform 10^5,
-// one thread, see docs/decisions.md). `repeated` becomes true when an entry
-// moves a proxy whose move is pending already: its staged box is stale then.
-// Returns how many joined.
+// (joined <= k - begin), so chunks writing side by side never meet. The box
+// is written once, to boxes_, where applyPending() hands it to the
+// structure: a staged copy of the batch (handles and boxes side by side)
+// cost more to write than the structure saved reading it (uniform 10^5,
+// one thread, see docs/decisions.md). Returns how many joined.
 uint32_t BroadPhase::recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                                 uint32_t begin, uint32_t end, uint32_t* out,
-                                 const StagedMoves* staged, bool& repeated) {
+                                 uint32_t begin, uint32_t end, uint32_t* out) {
   Aabb* const stored = boxes_.data();
   uint8_t* const state = state_.data();
   uint32_t joined = 0;
-  uint8_t again = 0;
-  if (staged != nullptr) {
-    const ProxyId* const inner = inner_.data();
-    ProxyId* const stagedIds = staged->ids;
-    Aabb* const stagedBoxes = staged->boxes;
-    for (uint32_t k = begin; k < end; ++k) {
-      const uint32_t i = ids[k].index;
-      const uint8_t s = state[i];
-      // The box read once as three words and stored twice: a local Aabb
-      // went through the stack in pieces and was read back whole (a
-      // store-forwarding stall that made this loop three times slower), and
-      // Aabb assignments copy float by float.
-      BoxWords box;
-      std::memcpy(&box, &boxes[k], sizeof box);
-      std::memcpy(static_cast<void*>(&stored[i]), &box, sizeof box);
-      out[joined] = i;
-      stagedIds[joined] = inner[i];
-      std::memcpy(static_cast<void*>(&stagedBoxes[joined]), &box, sizeof box);
-      joined += joinsPendingMoves(s);
-      again |= s;
-      state[i] = movedState(s);
-    }
-  } else {
-    for (uint32_t k = begin; k < end; ++k) {
-      const uint32_t i = ids[k].index;
-      const uint8_t s = state[i];
-      stored[i] = boxes[k];
-      out[joined] = i;
-      joined += joinsPendingMoves(s);
-      again |= s;
-      state[i] = movedState(s);
-    }
+  for (uint32_t k = begin; k < end; ++k) {
+    const uint32_t i = ids[k].index;
+    const uint8_t s = state[i];
+    // The box copied as three words: Aabb assignments copy float by float.
+    BoxWords box;
+    std::memcpy(&box, &boxes[k], sizeof box);
+    std::memcpy(static_cast<void*>(&stored[i]), &box, sizeof box);
+    out[joined] = i;
+    joined += joinsPendingMoves(s);
+    state[i] = movedState(s);
   }
-  repeated = repeated || (again & kPendingMove) != 0;
   return joined;
 }
 
 void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
   boxes_[i] = box;
   const uint8_t s = state_[i];
-  if (joinsPendingMoves(s)) {
-    if (pendingMoves_.empty()) startStaging();
-    if (movesStaged()) {
-      moveIds_.push_back(inner_[i]);
-      moveBoxes_.push_back(box);
-    }
-    pendingMoves_.push_back(i);
-  }
-  if (s & kPendingMove) movesStaged_ = false;
+  if (joinsPendingMoves(s)) pendingMoves_.push_back(i);
   state_[i] = movedState(s);
 }
 
@@ -506,57 +444,46 @@ void BroadPhase::applyPending() {
 
   // Handles and boxes were validated by move(): one unchecked batch, in the
   // order of the moves (an engine's batch in body order keeps the
-  // structure's parallel write path). Gathered without a branch per entry:
-  // an index listed but no longer pending (removed since) is written and
-  // not counted. No index is listed twice (a listed proxy is pending until
-  // this point, and a removed one comes back only as a pending add, which
-  // moves do not list), so the chunks gather side by side.
-  // moveIds_ and moveBoxes_ hold the frame's moves until the next frame
-  // (the query structure's publish reads them).
-  const uint32_t n = static_cast<uint32_t>(pendingMoves_.size());
-  if (n == 0) {
-    moveIds_.clear();
-    moveBoxes_.clear();
-    return;
+  // structure's parallel write path), each box read from boxes_. No index
+  // is listed twice as a pending move (a listed proxy is pending until this
+  // point, and a removed or rehomed one comes back only as a pending add,
+  // which moves do not list); entries left behind by a remove or a rehome
+  // are dropped first.
+  if (movesDropped_) {
+    const uint8_t* const state = state_.data();
+    pendingMoves_.erase(std::remove_if(pendingMoves_.begin(), pendingMoves_.end(),
+                                       [state](uint32_t i) { return !(state[i] & kPendingMove); }),
+                        pendingMoves_.end());
+    movesDropped_ = false;
   }
+  const uint32_t n = static_cast<uint32_t>(pendingMoves_.size());
+  appliedMoves_.clear();
+  if (n == 0) return;
   const bool parallel = scheduler_->threadCount() > 1 && n >= kParallelMoves;
   const EvenChunks split = parallel
                                ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
                                : EvenChunks{1, n};
-  if (movesStaged()) {
-    // The record staged the batch, and every listed proxy is still a
-    // pending move: only the marks are cleared.
+  forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+    uint8_t* const state = state_.data();
+    for (uint32_t k = begin; k < end; ++k) state[pendingMoves_[k]] &= uint8_t(~kPendingMove);
+  });
+  if (side.remapped == 0) {
+    // Slot == proxy index: the structure reads the list and boxes_ as they are.
+    side.moveBatch(std::span<const uint32_t>(pendingMoves_), boxes_, *scheduler_);
+  } else {
+    moveIds_.resize(n);
+    moveBoxes_.resize(n);
     forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
-      uint8_t* const state = state_.data();
-      for (uint32_t k = begin; k < end; ++k) state[pendingMoves_[k]] &= uint8_t(~kPendingMove);
+      for (uint32_t k = begin; k < end; ++k) {
+        const uint32_t i = pendingMoves_[k];
+        moveIds_[k] = inner_[i];
+        moveBoxes_[k] = boxes_[i];
+      }
     });
     side.moveBatch(moveIds_, moveBoxes_, *scheduler_);
-    pendingMoves_.clear();
-    movesStaged_ = false;
-    return;
   }
-  moveIds_.resize(n);
-  moveBoxes_.resize(n);
-  chunkCount_.resize(split.count);
-  forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
-    uint32_t kept = begin;
-    for (uint32_t k = begin; k < end; ++k) {
-      const uint32_t i = pendingMoves_[k];
-      const uint8_t s = state_[i];
-      moveIds_[kept] = inner_[i];
-      moveBoxes_[kept] = boxes_[i];
-      kept += (s & kPendingMove) != 0;
-      state_[i] = uint8_t(s & ~kPendingMove);
-    }
-    chunkCount_[c] = kept - begin;
-  });
-  closeUp(moveIds_.data(), n, split.size, chunkCount_);
-  const uint32_t kept = closeUp(moveBoxes_.data(), n, split.size, chunkCount_);
-  moveIds_.resize(kept);
-  moveBoxes_.resize(kept);
-  if (kept != 0) side.moveBatch(moveIds_, moveBoxes_, *scheduler_);
+  appliedMoves_.swap(pendingMoves_);
   pendingMoves_.clear();
-  movesStaged_ = false;
 }
 
 // Filters and motion rules: static-static never reaches here; kinematic-static
@@ -947,17 +874,9 @@ std::string BroadPhase::validate() const {
     if (side.outer[inner_[i].index] != i)
       return "proxy " + std::to_string(i) + " maps to a structure slot that maps elsewhere";
   }
-  if (movesStaged()) {
-    // The staged batch is what the gather would give.
-    for (size_t k = 0; k < pendingMoves_.size(); ++k) {
-      const uint32_t i = pendingMoves_[k];
-      const Aabb& b = moveBoxes_[k];
-      if (!(state_[i] & kPendingMove) || moveIds_[k] != inner_[i] || b.min != boxes_[i].min ||
-          b.max != boxes_[i].max)
-        return "staged move " + std::to_string(k) + " (proxy " + std::to_string(i) +
-               ") is not the proxy's pending move";
-    }
-  }
+  for (const uint32_t i : pendingMoves_)
+    if (!(state_[i] & kPendingMove) && !movesDropped_)
+      return "proxy " + std::to_string(i) + " is listed as a pending move but is not one";
   uint32_t remapped = 0;
   for (uint32_t slot = 0; slot < structure_->outer.size(); ++slot)
     remapped += structure_->outer[slot] != kNullIndex && structure_->outer[slot] != slot;
@@ -983,7 +902,8 @@ size_t BroadPhase::memoryBytes() const {
       (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *
           sizeof(uint32_t) +
       pendingRemoves_.capacity() * sizeof(ProxyId) + moveIds_.capacity() * sizeof(ProxyId) +
-      chunkAscending_.capacity() + chunkCount_.capacity() * sizeof(uint32_t) +
+      appliedMoves_.capacity() * sizeof(uint32_t) + chunkAscending_.capacity() +
+      chunkCount_.capacity() * sizeof(uint32_t) +
       (boxes_.capacity() + moveBoxes_.capacity()) * sizeof(Aabb) +
       (pairs_.capacity() + previous_.capacity() + begun_.capacity() + ended_.capacity()) *
           sizeof(ProxyPair);

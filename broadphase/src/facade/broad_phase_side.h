@@ -81,6 +81,12 @@ struct BroadPhase::Side {
     visit([&](auto& s) { s.moveUnchecked(ids, boxes, scheduler); });
     ++version;
   }
+  /// The same for slots whose boxes lie at their own index of `boxesByIndex`.
+  void moveBatch(std::span<const uint32_t> slots, std::span<const Aabb> boxesByIndex,
+                 Scheduler& scheduler) {
+    visit([&](auto& s) { s.moveUnchecked(slots, boxesByIndex, scheduler); });
+    ++version;
+  }
   /// The ray tree over this side's boxes when `mode` and the rays about to
   /// be cast (`rays`, counted as cast) call for one, made now if needed on
   /// `scheduler` (null: on the calling thread); null: walk the structure.

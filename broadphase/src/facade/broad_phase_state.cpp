@@ -543,9 +543,7 @@ void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
   b.pendingAdds_ = std::move(pendingAdds);
   b.pendingMoves_ = std::move(pendingMoves);
   b.pendingRemoves_ = std::move(pendingRemoves);
-  b.moveIds_.clear();
-  b.moveBoxes_.clear();
-  b.movesStaged_ = false;     // the pending moves are gathered at the next update
+  b.movesDropped_ = false;
   b.userDataChanged_ = true;  // the loaded pairs carry their own frame's user data
   b.pairs_ = std::move(d.pairs);
   b.begun_ = std::move(d.begun);

@@ -74,14 +74,18 @@ void BroadPhase::QueryView::swapDoubles(bool present) {
 
 void BroadPhase::QueryView::publish(const BroadPhase& bp) {
   // Outside the lock, from the writer's own state: the frame's moves (left
-  // by applyPending() in moveIds_/moveBoxes_, in the main structure's
-  // handles) in this structure's handles. A moved proxy was in the view
-  // before the frame and is neither added nor removed in it: a proxy whose
-  // add is pending takes its box with the add, and a removed one is not
-  // kept among the moves.
-  const std::vector<uint32_t>& mainOuter = bp.structure_->outer;
-  moveIds.resize(bp.moveIds_.size());
-  for (size_t k = 0; k < moveIds.size(); ++k) moveIds[k] = inner[mainOuter[bp.moveIds_[k].index]];
+  // by applyPending() in appliedMoves_, by proxy index) in this structure's
+  // handles, with their boxes. A moved proxy was in the view before the
+  // frame and is neither added nor removed in it: a proxy whose add is
+  // pending takes its box with the add, and a removed one is not kept among
+  // the moves.
+  const std::vector<uint32_t>& moved = bp.appliedMoves_;
+  moveIds.resize(moved.size());
+  moveBoxes.resize(moved.size());
+  for (size_t k = 0; k < moved.size(); ++k) {
+    moveIds[k] = inner[moved[k]];
+    moveBoxes[k] = bp.boxes_[moved[k]];
+  }
   const size_t n = bp.rules_.size();
   if (inner.size() < n) inner.resize(n, ProxyId{});
   const bool doublesNow = stageDoubles(bp);
@@ -105,7 +109,7 @@ void BroadPhase::QueryView::publish(const BroadPhase& bp) {
     }
     for (const uint32_t p : userDataSet)
       if (live[p]) userData[p] = bp.userData_[p];
-    if (!moveIds.empty()) side->moveBatch(moveIds, bp.moveBoxes_, *bp.scheduler_);
+    if (!moveIds.empty()) side->moveBatch(moveIds, moveBoxes, *bp.scheduler_);
     side->update(*bp.scheduler_);
     ++frame;
   }
@@ -188,6 +192,7 @@ size_t BroadPhase::QueryView::memoryBytes() const {
          rules.capacity() * sizeof(Rules) + userData.capacity() * sizeof(uint64_t) +
          live.capacity() +
          (inner.capacity() + removed.capacity() + moveIds.capacity()) * sizeof(ProxyId) +
+         moveBoxes.capacity() * sizeof(Aabb) +
          (added.capacity() + userDataSet.capacity() + doublesTouched.capacity() +
           doublesTouchedBefore.capacity()) *
              sizeof(uint32_t);

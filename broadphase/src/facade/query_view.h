@@ -61,6 +61,7 @@ struct BroadPhase::QueryView {
   std::vector<uint32_t> added;        // proxies applyPending() put in the main structure
   std::vector<uint32_t> userDataSet;  // proxies given user data since the last publish
   std::vector<ProxyId> moveIds;       // publish(): the frame's moves, in `side`'s handles
+  std::vector<Aabb> moveBoxes;        // publish(): their boxes
   DoubleWorld stagedDoubles;          // publish(): the next `doubles`, copied outside the lock
   // The double proxies whose applied DAabb or flag changed since the last
   // publish, and those published then: while stagedDoublesLag, stagedDoubles

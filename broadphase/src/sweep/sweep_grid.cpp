@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace bp {
@@ -158,18 +159,37 @@ void SweepGrid::move(ProxyId id, const Aabb& box) {
   moveUnchecked(id.index, box);
 }
 
+namespace {
+
+// A move batch's check of its sizes (the ids and the boxes side by side).
+bool sizesMatch(size_t ids, size_t boxes) {
+  if (ids == boxes) return true;
+  reportError(ErrorCode::invalidArgument, "SweepGrid::move: " + std::to_string(ids) + " ids but " +
+                                              std::to_string(boxes) + " boxes");
+  return false;
+}
+
+}  // namespace
+
 void SweepGrid::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
-  moveBatch(ids, boxes, nullptr, true);
+  if (sizesMatch(ids.size(), boxes.size()))
+    moveBatch(HandleBatch{ids, boxes}, uint32_t(ids.size()), nullptr, true);
 }
 
 void SweepGrid::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
                      Scheduler& scheduler) {
-  moveBatch(ids, boxes, &scheduler, true);
+  if (sizesMatch(ids.size(), boxes.size()))
+    moveBatch(HandleBatch{ids, boxes}, uint32_t(ids.size()), &scheduler, true);
 }
 
 void SweepGrid::moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
                               Scheduler& scheduler) {
-  moveBatch(ids, boxes, &scheduler, false);
+  moveBatch(HandleBatch{ids, boxes}, uint32_t(ids.size()), &scheduler, false);
+}
+
+void SweepGrid::moveUnchecked(std::span<const uint32_t> indices, std::span<const Aabb> boxesByIndex,
+                              Scheduler& scheduler) {
+  moveBatch(IndexBatch{indices, boxesByIndex.data()}, uint32_t(indices.size()), &scheduler, false);
 }
 
 // A bad entry throws before anything changes (the slow search for the first
@@ -194,17 +214,24 @@ void SweepGrid::moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb
 // register; see allLiveAndValid and writeBatch): on uniform 10^5, one thread, the
 // batch move fell from about 0.55 to 0.37 ms (an A/B driver run, old and new
 // build alternating).
-void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                          Scheduler* scheduler, bool checked) {
-  if (ids.size() != boxes.size()) {
-    reportError(ErrorCode::invalidArgument, "SweepGrid::move: " + std::to_string(ids.size()) +
-                                                " ids but " + std::to_string(boxes.size()) +
-                                                " boxes");
-    return;
+// The first bad entry of a batch that failed its check, reported: the
+// slow search runs on this path only.
+void SweepGrid::moveBatchCulprit(std::span<const ProxyId> ids, std::span<const Aabb> boxes) const {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const std::string entry = "SweepGrid::move: entry " + std::to_string(k) + ": ";
+    if (!pool_.isLive(ids[k])) {
+      reportError(ErrorCode::staleHandle, entry + describeHandle(ids[k]));
+      return;
+    }
+    if (!checkBox(boxes[k], entry.c_str())) return;
   }
+}
+
+template <class Batch>
+void SweepGrid::moveBatch(const Batch& batch, uint32_t n, Scheduler* scheduler, bool checked) {
+  constexpr bool kHandles = std::is_same_v<Batch, HandleBatch>;
   // Chunks of at most 8192 entries (evenChunks).
   constexpr uint32_t kChunk = 8192;
-  const uint32_t n = static_cast<uint32_t>(ids.size());
   const uint32_t threads = scheduler ? uint32_t(scheduler->threadCount()) : 1;
   const bool parallel = threads > 1 && n > kChunk;
   // (Plain names, not a structured binding: the lambdas below capture them.)
@@ -215,25 +242,23 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
     chunkAscending_.resize(chunks);
     std::atomic<bool> bad{false};
     forEachChunk(*scheduler, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
-      if (checked && !allLiveAndValid(pool_, ids, boxes, begin, end))
-        bad.store(true, std::memory_order_relaxed);
-      chunkAscending_[c] = indicesAscending(ids, begin, end);
+      if constexpr (kHandles) {
+        if (checked && !allLiveAndValid(pool_, batch.ids, batch.boxes, begin, end))
+          bad.store(true, std::memory_order_relaxed);
+        chunkAscending_[c] = indicesAscending(batch.ids, begin, end);
+      } else {
+        chunkAscending_[c] = indicesAscending(batch.indices, begin, end);
+      }
     });
     good = !bad.load(std::memory_order_relaxed);
-  } else if (checked) {
-    good = allLiveAndValid(pool_, ids, boxes, 0, n);
+  } else if constexpr (kHandles) {
+    if (checked) good = allLiveAndValid(pool_, batch.ids, batch.boxes, 0, n);
   }
-  if (!good) {
-    // The slow search for the first culprit runs on this path only.
-    for (size_t k = 0; k < n; ++k) {
-      const std::string entry = "SweepGrid::move: entry " + std::to_string(k) + ": ";
-      if (!pool_.isLive(ids[k])) {
-        reportError(ErrorCode::staleHandle, entry + describeHandle(ids[k]));
-        return;
-      }
-      if (!checkBox(boxes[k], entry.c_str())) return;
-    }
+  if constexpr (kHandles) {
+    if (!good) moveBatchCulprit(batch.ids, batch.boxes);
+    if (!good) return;
   }
+
   // Whether update() will surely take its path that needs no stayed list: a
   // batch of n proxies leaves at least n pending when its indices are
   // unique, which is assumed here; if repeats make the guess wrong,
@@ -250,8 +275,8 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
   if (unique) {
     chunkListed_.resize(chunks);
     forEachChunk(*scheduler, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
-      chunkListed_[c] = writeBatch(ids, boxes, begin, end, relinkOut + begin,
-                                   stayedOut ? stayedOut + begin : nullptr);
+      chunkListed_[c] =
+          writeBatch(batch, begin, end, relinkOut + begin, stayedOut ? stayedOut + begin : nullptr);
     });
     // Close up the stretches, in chunk order.
     for (uint32_t c = 0; c < chunks; ++c) {
@@ -263,7 +288,7 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
       added.stayed += l.stayed;
     }
   } else {
-    added = writeBatch(ids, boxes, 0, n, relinkOut, stayedOut);
+    added = writeBatch(batch, 0, n, relinkOut, stayedOut);
   }
   dirtyList_.resize(relinks + added.relink);
   if (listStays)
@@ -276,15 +301,15 @@ void SweepGrid::moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> bo
 // (worked out here, as markMoved), and each index that joins a list to
 // `relinkOut` or `stayedOut` (null: counted only). Returns how many joined
 // each list.
-SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                                        uint32_t begin, uint32_t end, uint32_t* relinkOut,
-                                        uint32_t* stayedOut) {
+template <class Batch>
+SweepGrid::Listed SweepGrid::writeBatch(const Batch& batch, uint32_t begin, uint32_t end,
+                                        uint32_t* relinkOut, uint32_t* stayedOut) {
   Listed added;
   for (uint32_t k = begin; k < end; ++k) {
-    const uint32_t i = ids[k].index;
+    const uint32_t i = batch.index(k);
 #if defined(__AVX2__)
     // The box and its zero padding in one aligned store.
-    const __m256 v = loadBox(boxes[k]);
+    const __m256 v = loadBox(batch.box(k));
     storeBox(boxes_[i], v);
     const uint8_t state = dirtyStateInLanes(v, invSide8_, stayKey_[i]);
     // The move no longer reads the registration of the proxies that stay
@@ -299,8 +324,8 @@ SweepGrid::Listed SweepGrid::writeBatch(std::span<const ProxyId> ids, std::span<
       _mm_prefetch(reinterpret_cast<const char*>(&static_[i]), _MM_HINT_T0);
     }
 #else
-    boxes_[i].box = boxes[k];
-    const uint8_t state = dirtyStateFor(i, boxes[k]);
+    boxes_[i].box = batch.box(k);
+    const uint8_t state = dirtyStateFor(i, batch.box(k));
 #endif
     // A list index is written only when the proxy joins: with chunks
     // writing side by side, a chunk's write past its own stretch would land

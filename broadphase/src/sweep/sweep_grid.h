@@ -266,6 +266,11 @@ class SweepGrid {
   // entry); the dirty states are still worked out, in parallel chunks.
   void moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
                      Scheduler& scheduler);
+  // The same for slots `indices` whose boxes lie at their own index of
+  // `boxesByIndex` (entry k moves slot indices[k] to boxesByIndex[indices[k]]):
+  // the batch a caller keeps by index (BroadPhase's boxes) without a copy.
+  void moveUnchecked(std::span<const uint32_t> indices, std::span<const Aabb> boxesByIndex,
+                     Scheduler& scheduler);
   bool contains(ProxyId id) const { return pool_.isLive(id); }
   const Aabb& box(uint32_t index) const;
   bool isStatic(uint32_t index) const;
@@ -376,14 +381,32 @@ class SweepGrid {
   void addToOverflow(uint32_t index);
   void removeFromOverflow(uint32_t index);
   void markDirty(uint32_t index);  // as kDirtyRelink
-  void moveBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, Scheduler* scheduler,
-                 bool checked);
+  // A batch as handles and boxes side by side (move) or as indices into
+  // boxes kept by index (the unchecked form by index): moveBatch and
+  // writeBatch read entry k through index(k) and box(k).
+  struct HandleBatch {
+    std::span<const ProxyId> ids;
+    std::span<const Aabb> boxes;
+    uint32_t index(size_t k) const { return ids[k].index; }
+    const Aabb& box(size_t k) const { return boxes[k]; }
+  };
+  struct IndexBatch {
+    std::span<const uint32_t> indices;
+    const Aabb* boxes;
+    uint32_t index(size_t k) const { return indices[k]; }
+    const Aabb& box(size_t k) const { return boxes[indices[k]]; }
+  };
+  void moveBatchCulprit(std::span<const ProxyId> ids, std::span<const Aabb> boxes) const;
+  // `checked` (handle batches only): validate every entry first.
+  template <class Batch>
+  void moveBatch(const Batch& batch, uint32_t n, Scheduler* scheduler, bool checked);
   // The entries of a batch that become listed: how many in each dirty list.
   struct Listed {
     uint32_t relink = 0, stayed = 0;
   };
-  Listed writeBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                    uint32_t end, uint32_t* relinkOut, uint32_t* stayedOut);
+  template <class Batch>
+  Listed writeBatch(const Batch& batch, uint32_t begin, uint32_t end, uint32_t* relinkOut,
+                    uint32_t* stayedOut);
   // Records the new state of a proxy whose box was written: it rises to
   // `state`, and the proxy joins the list of that state if not in it yet.
   void markMoved(uint32_t index, uint8_t state);
