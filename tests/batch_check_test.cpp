@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <vector>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -140,6 +143,26 @@ TEST(IndicesAscending, MatchesTheDefinitionOnEveryRange) {
         }
     }
   EXPECT_GT(rejected, checked / 4);  // the cases do test the rejection
+}
+
+// The form for bare indices agrees with the one for handles on every range.
+TEST(IndicesAscending, BareIndicesAsHandles) {
+  std::mt19937 rng(5);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<ProxyId> ids(1 + rng() % 40);
+    std::vector<uint32_t> indices(ids.size());
+    uint32_t at = rng() % 8;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      at += rng() % 4 == 0 ? uint32_t(-int(rng() % 3)) : 1 + rng() % 3;  // now and then back
+      indices[k] = at;
+      ids[k] = ProxyId{at, uint32_t(k)};
+    }
+    for (size_t begin = 0; begin <= ids.size(); ++begin)
+      for (size_t end = begin; end <= ids.size(); ++end)
+        ASSERT_EQ(indicesAscending(std::span<const uint32_t>(indices), begin, end),
+                  indicesAscending(std::span<const ProxyId>(ids), begin, end))
+            << "round " << round << " range " << begin << ".." << end;
+  }
 }
 
 }  // namespace

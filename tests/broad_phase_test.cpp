@@ -570,12 +570,13 @@ TEST(BroadPhase, LargeBatchesMatchBruteForce) {
   }
 }
 
-// A frame's moves go to the structure as the batch move() staged, unless
-// something made that batch stale; then applyPending() gathers them. This
-// mixes, frame by frame, whatever makes it stale (a proxy moved twice, by a
-// batch or singly; removed, its slot reused; moved between static and
-// dynamic or to another layer after its move; a pending add in a batch)
-// with frames that keep it, and the user-data changes and special proxies
+// A frame's moves go to the structure as the pending list and the boxes
+// move() wrote, entries that no longer name a pending move dropped first.
+// This mixes, frame by frame, what leaves such entries or repeats a proxy
+// (a proxy moved twice, by a batch or singly; removed, its slot reused;
+// moved between static and dynamic or to another layer after its move; a
+// pending add in a batch) with frames that have none, and the user-data
+// changes and special proxies
 // that decide how update() builds the pairs and events. Every frame is
 // checked against brute force (pairs, begun and ended by handle, user data),
 // in 1 and 2 threads of each structure. 18000 proxies: a batch of them all
@@ -583,8 +584,8 @@ TEST(BroadPhase, LargeBatchesMatchBruteForce) {
 // The first frames follow `schedule`: every proxy moved, then the
 // interruptions its bits name (one at a time, so that none hides another);
 // the rest draw both.
-void runStagedMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
-                    std::span<const uint32_t> schedule = {}) {
+void runPendingMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
+                     std::span<const uint32_t> schedule = {}) {
   std::mt19937 rng(seed);
   const float world = 4.0f * std::cbrt(float(n));  // as the standard scenes: about n / 2 pairs
   std::uniform_real_distribution<float> pos(0.0f, world), size(1.0f, 3.0f), step(-0.4f, 0.4f);
@@ -687,7 +688,7 @@ void runStagedMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
     for (Mirror::Run& r : m.runs) {
       const char* which = name(r.bp->structure());
       const int threads = r.bp->threadCount();
-      // (Before the update too: validate() checks the staged batch.)
+      // (Before the update too: validate() checks the pending list.)
       ASSERT_EQ(r.bp->validate(), "") << which << " " << threads << " frame " << frame;
       const FramePairs& f = r.bp->update();
       ASSERT_EQ(r.bp->validate(), "") << which << " " << threads << " frame " << frame;
@@ -708,16 +709,16 @@ void runStagedMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
   }
 }
 
-TEST(BroadPhase, StagedMovesMatchBruteForce) {
+TEST(BroadPhase, PendingMovesMatchBruteForce) {
   const uint32_t oneByOne[] = {0, 1, 2, 4, 8, 16, 32 | 64, 128, 256, 512};
-  runStagedMoves(18000, 12, 11, true, oneByOne);
+  runPendingMoves(18000, 12, 11, true, oneByOne);
   if (HasFatalFailure()) return;
   // Without rehomes, slot == proxy index stays (a proxy removed and one
   // added take the same slot in both), so update() keeps its merged path
   // while no special proxy is live.
   for (const bool rehomes : {true, false})
     for (uint32_t seed : {12u, 13u, 14u}) {
-      runStagedMoves(600, 30, seed, rehomes);
+      runPendingMoves(600, 30, seed, rehomes);
       if (HasFatalFailure()) return;
     }
 }

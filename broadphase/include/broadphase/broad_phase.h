@@ -512,7 +512,7 @@ class BroadPhase {
   // A listed proxy stops being a pending move other than through
   // applyPending() (remove, rehome): its entry in pendingMoves_ stays behind
   // and applyPending() drops it.
-  void unstageIfListed(uint32_t index) {
+  void dropIfListed(uint32_t index) {
     if (state_[index] & kPendingMove) movesDropped_ = true;
   }
   // The rule recordMove and the batch move share: a proxy joins

@@ -221,7 +221,7 @@ void BroadPhase::removeChecked(ProxyId id) {
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
   }
-  unstageIfListed(i);
+  dropIfListed(i);
   special_ -= isSpecial(rules_[i].motion, rules_[i].filter);
   if (dworld_) forgetDouble(i);
   state_[i] = 0;
@@ -390,7 +390,7 @@ void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
   // (accepts() reads rules_ only at the update, and queries do not look at
   // the motion type, so nothing else changes before then.)
   if (wasStatic == (motion == MotionType::staticBody) || (state_[i] & kPendingAdd)) return;
-  unstageIfListed(i);
+  dropIfListed(i);
   pendingRemoves_.push_back(inner_[i]);
   state_[i] = kPendingAdd | kRehome;
   pendingAdds_.push_back(i);

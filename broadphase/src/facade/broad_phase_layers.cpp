@@ -41,7 +41,7 @@ void BroadPhase::setLayer(ProxyId id, uint32_t layer) {
   // setMotionType() moves a proxy between static and moving: not a remove,
   // so its index and standing pairs stay. A pending add takes the new layer.
   if (state_[i] & kPendingAdd) return;
-  unstageIfListed(i);
+  dropIfListed(i);
   pendingRemoves_.push_back(inner_[i]);
   state_[i] = kPendingAdd | kRehome;
   pendingAdds_.push_back(i);
