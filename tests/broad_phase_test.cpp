@@ -709,6 +709,33 @@ void runPendingMoves(uint32_t n, int frames, uint32_t seed, bool rehomes,
   }
 }
 
+// A frame with no pair after one with more than the parallel merge's
+// threshold (64 K pairs in the two lists): the merge's ranges are cut at
+// this frame's pairs, of which there are none. Every pair ends, with its
+// user data.
+TEST(BroadPhase, AFrameWithoutPairsAfterOneWithMany) {
+  for (const Structure s : kStructures) {
+    BroadPhase bp({.structure = s, .threads = 2});
+    constexpr uint32_t kBoxes = 400;  // all overlapping: 79 800 pairs
+    std::vector<ProxyId> ids;
+    for (uint32_t i = 0; i < kBoxes; ++i)
+      ids.push_back(bp.add({.box = {Vec3(0, 0, 0), Vec3(1, 1, 1)}, .userData = 100 + i}));
+    ASSERT_EQ(bp.update().pairs.size(), kBoxes * (kBoxes - 1) / 2);
+    std::vector<Aabb> apart;
+    for (uint32_t i = 0; i < kBoxes; ++i)
+      apart.push_back({Vec3(3.0f * float(i), 0, 0), Vec3(3.0f * float(i) + 1, 1, 1)});
+    bp.move(ids, apart);
+    const FramePairs& f = bp.update();
+    ASSERT_EQ(bp.validate(), "") << name(s);
+    EXPECT_TRUE(f.pairs.empty() && f.begun.empty());
+    ASSERT_EQ(f.ended.size(), kBoxes * (kBoxes - 1) / 2) << name(s);
+    for (const ProxyPair& p : f.ended) {
+      ASSERT_EQ(p.userDataA, 100 + p.a);
+      ASSERT_EQ(p.userDataB, 100 + p.b);
+    }
+  }
+}
+
 TEST(BroadPhase, PendingMovesMatchBruteForce) {
   const uint32_t oneByOne[] = {0, 1, 2, 4, 8, 16, 32 | 64, 128, 256, 512};
   runPendingMoves(18000, 12, 11, true, oneByOne);

@@ -718,8 +718,9 @@ void BroadPhase::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
   // chunks for uniform 10^5's 49 k pairs left one of two threads idle for a
   // third of the merge).
   const size_t threads = size_t(scheduler_->threadCount());
+  // (No pairs this frame: one piece, as the cuts are keys of this frame's.)
   const uint32_t chunks =
-      threads > 1 && np + nc >= 4 * size_t(kPairGrain)
+      threads > 1 && nc > 0 && np + nc >= 4 * size_t(kPairGrain)
           ? uint32_t(std::min(4 * threads, (nc / kPairGrain + threads) / threads * threads))
           : 1;
   if (chunks == 1) {

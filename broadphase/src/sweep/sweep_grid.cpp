@@ -184,7 +184,8 @@ void SweepGrid::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
 
 void SweepGrid::moveUnchecked(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
                               Scheduler& scheduler) {
-  moveBatch(HandleBatch{ids, boxes}, uint32_t(ids.size()), &scheduler, false);
+  if (sizesMatch(ids.size(), boxes.size()))
+    moveBatch(HandleBatch{ids, boxes}, uint32_t(ids.size()), &scheduler, false);
 }
 
 void SweepGrid::moveUnchecked(std::span<const uint32_t> indices, std::span<const Aabb> boxesByIndex,
