@@ -597,9 +597,9 @@ class BroadPhase {
   /// (Side::remapped): the slot handles and boxes, gathered.
   std::vector<ProxyId> moveIds_;
   std::vector<Aabb> moveBoxes_;
-  /// move() and applyPending(), per chunk of a batch: whether its indices
-  /// strictly increase, and how many entries it kept. Each chunk's task writes its own
-  /// entry once, so they need no padding.
+  /// move(), per chunk of a batch: whether its indices strictly increase,
+  /// and how many entries joined the pending list. Each chunk's task writes
+  /// its own entry once, so they need no padding.
   std::vector<uint8_t> chunkAscending_;
   std::vector<uint32_t> chunkCount_;
   std::vector<uint32_t> renewedList_;

@@ -875,9 +875,10 @@ std::string BroadPhase::validate() const {
     if (side.outer[inner_[i].index] != i)
       return "proxy " + std::to_string(i) + " maps to a structure slot that maps elsewhere";
   }
-  for (const uint32_t i : pendingMoves_)
-    if (!(state_[i] & kPendingMove) && !movesDropped_)
-      return "proxy " + std::to_string(i) + " is listed as a pending move but is not one";
+  if (!movesDropped_)
+    for (const uint32_t i : pendingMoves_)
+      if (!(state_[i] & kPendingMove))
+        return "proxy " + std::to_string(i) + " is listed as a pending move but is not one";
   uint32_t remapped = 0;
   for (uint32_t slot = 0; slot < structure_->outer.size(); ++slot)
     remapped += structure_->outer[slot] != kNullIndex && structure_->outer[slot] != slot;
