@@ -10,7 +10,9 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -807,6 +809,59 @@ TEST(BroadPhase, BadInputIsRejectedAndChangesNothing) {
   }
   test::expectError(ErrorCode::invalidArgument, [] { BroadPhase bp({.threads = -1}); });
   test::expectError(ErrorCode::invalidArgument, [] { BroadPhase bp({.margin = -1.0f}); });
+}
+
+// A frame's first batch is checked and recorded a block at a time: a bad
+// entry far into it (after many blocks were recorded, on one thread and in
+// chunks on workers, in index order and shuffled) must still leave every box
+// as it was, and the next update must find the same pairs with no events.
+TEST(BroadPhase, BadEntryLateInAFirstBatchChangesNothing) {
+  const Scene scene = makeScene(SceneKind::uniform, 20000);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (Structure structure : kStructures)
+    for (int threads : {1, 2})
+      for (bool shuffled : {false, true}) {
+        SCOPED_TRACE(std::string(name(structure)) + " threads " + std::to_string(threads) +
+                     (shuffled ? " shuffled" : " in index order"));
+        BroadPhase bp({.structure = structure, .threads = threads});
+        std::vector<ProxyId> ids;
+        for (uint32_t i = 0; i < scene.n; ++i)
+          ids.push_back(bp.add({scene.boxes[i], MotionType::dynamic, {}, i}));
+        const std::vector<Pair> before = indicesOf(bp.update().pairs);
+        std::vector<Aabb> moved;
+        for (uint32_t i = 0; i < scene.n; ++i)
+          moved.push_back({scene.boxes[i].min + Vec3(0.3f, 0, 0), scene.boxes[i].max});
+        if (shuffled) {
+          std::mt19937 rng(5);
+          for (uint32_t k = scene.n; k-- > 1;) {
+            const uint32_t j = rng() % (k + 1);
+            std::swap(ids[k], ids[j]);
+            std::swap(moved[k], moved[j]);
+          }
+        }
+        for (const uint32_t bad : {19000u, 12345u, 256u}) {
+          std::vector<ProxyId> badIds = ids;
+          std::vector<Aabb> badBoxes = moved;
+          if (bad == 12345u)
+            badIds[bad].generation += 1;  // a stale handle
+          else
+            badBoxes[bad].max = Vec3(nan, 0, 0);
+          test::expectError(bad == 12345u ? ErrorCode::staleHandle : ErrorCode::invalidBox,
+                            [&] { bp.move(badIds, badBoxes); });
+          ASSERT_EQ(bp.validate(), "");
+          for (uint32_t i = 0; i < scene.n; ++i) {
+            const Aabb b = bp.desc(bp.handleOf(i)).box;
+            ASSERT_EQ(std::memcmp(&b, &scene.boxes[i], sizeof b), 0) << "proxy " << i;
+          }
+        }
+        const FramePairs& f = bp.update();
+        EXPECT_EQ(indicesOf(f.pairs), before);
+        EXPECT_TRUE(f.begun.empty());
+        EXPECT_TRUE(f.ended.empty());
+        bp.move(ids, moved);  // the good batch then applies
+        for (uint32_t k = 0; k < scene.n; k += 997)
+          ASSERT_EQ(bp.desc(ids[k]).box.min, moved[k].min);
+      }
 }
 
 TEST(BroadPhase, MaxPairsIsEnforcedWithoutLosingTheLastFrame) {

@@ -625,6 +625,39 @@ TEST(Snapshot, SavingOverwritesAndAnEmptyWorldRoundTrips) {
   EXPECT_EQ(a, b);
 }
 
+// A frame's first batch is listed without its proxies' marks: a snapshot
+// taken right after it must still hold those moves as pending.
+TEST(Snapshot, AFirstBatchSavedBeforeItsUpdateIsPending) {
+  const Scene scene = makeScene(SceneKind::uniform, 20000);
+  for (int threads : {1, 2}) {
+    BroadPhase bp({.structure = Structure::automatic, .threads = threads});
+    std::vector<ProxyId> ids;
+    std::vector<Aabb> moved;
+    for (uint32_t i = 0; i < scene.n; ++i) {
+      ids.push_back(bp.add({scene.boxes[i], MotionType::dynamic, {}, i}));
+      moved.push_back({scene.boxes[i].min - Vec3(1.5f, 0, 0), scene.boxes[i].max});
+    }
+    bp.update();
+    bp.move(ids, moved);
+    Bytes saved;
+    bp.saveState(saved);
+    BroadPhase fresh({.structure = Structure::sweep, .threads = 3 - threads});
+    fresh.loadState(saved);
+    ASSERT_EQ(fresh.validate(), "");
+    const FramePairs& want = bp.update();
+    const FramePairs& got = fresh.update();
+    ASSERT_FALSE(want.begun.empty());
+    auto words = [](std::span<const ProxyPair> pairs) {
+      std::vector<uint64_t> out;
+      for (const ProxyPair& p : pairs) out.insert(out.end(), {p.key(), p.userDataA, p.userDataB});
+      return out;
+    };
+    EXPECT_EQ(words(got.pairs), words(want.pairs)) << "threads " << threads;
+    EXPECT_EQ(words(got.begun), words(want.begun)) << "threads " << threads;
+    EXPECT_EQ(words(got.ended), words(want.ended)) << "threads " << threads;
+  }
+}
+
 TEST(Snapshot, HandlesOfTheSavedWorldStayValid) {
   const Bytes snap = smallSnapshot(Structure::bvh);
   BroadPhase restored({.structure = Structure::sweep, .threads = 2});

@@ -60,6 +60,7 @@ namespace bp {
 
 class Bvh;
 class SweepGrid;
+struct EvenChunks;  // a batch's split into chunks (internal, src/common)
 
 /// Which structure finds the pairs and answers the queries. Every structure
 /// gives the same pairs, events and query results, bit for bit.
@@ -509,10 +510,22 @@ class BroadPhase {
   // Records entries [begin, end) of a checked batch (see the definition).
   uint32_t recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                        uint32_t end, uint32_t* out);
+  void reportMoveCulprit(std::span<const ProxyId> ids, std::span<const Aabb> boxes) const;
+  // A frame's first batch (see the definition): recorded, rejected (a bad
+  // entry: nothing changed, the culprit is to be reported) or not taken.
+  enum class FirstBatch : uint8_t { recorded, rejected, notTaken };
+  FirstBatch recordFirstBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
+                              EvenChunks split);
+  uint32_t checkAndRecord(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
+                          uint32_t end, bool& ascending);
+  void restoreStructureBoxes(std::span<const ProxyId> ids, uint32_t begin, uint32_t end);
+  // Sets kPendingMove on the entries of an unmarked list (movesUnmarked_).
+  void markPendingMoves();
   // A listed proxy stops being a pending move other than through
   // applyPending() (remove, rehome): its entry in pendingMoves_ stays behind
   // and applyPending() drops it.
   void dropIfListed(uint32_t index) {
+    markPendingMoves();
     if (state_[index] & kPendingMove) movesDropped_ = true;
   }
   // The rule recordMove and the batch move share: a proxy joins
@@ -589,6 +602,11 @@ class BroadPhase {
   /// True when some entry of pendingMoves_ no longer names a pending move
   /// (its proxy was removed or rehomed since): applyPending() drops those.
   bool movesDropped_ = false;
+  /// True while pendingMoves_ is one first batch recorded without marks
+  /// (recordFirstBatch): its entries are unique pending moves, strictly
+  /// increasing, but lack kPendingMove; markPendingMoves() sets them before
+  /// anything reads them.
+  bool movesUnmarked_ = false;
   /// The moves the last applyPending() gave the structure, by proxy index,
   /// each proxy once, its box in boxes_ (the query structure's publish
   /// reads them).

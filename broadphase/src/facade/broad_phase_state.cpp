@@ -96,6 +96,10 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
   std::vector<uint8_t> flags;
   flags.reserve(cap - h.freeCount);
   std::vector<Aabb> structureBoxes;
+  // The pending moves of an unmarked list (BroadPhase::movesUnmarked_).
+  std::vector<uint8_t> unmarked(b.movesUnmarked_ ? cap : 0, 0);
+  if (b.movesUnmarked_)
+    for (const uint32_t i : b.pendingMoves_) unmarked[i] = 1;
   for (uint32_t i = 0; i < cap; ++i) {
     if (!pool.isLiveIndex(i)) continue;
     const uint8_t s = b.state_[i];
@@ -111,7 +115,7 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
     }
     if (s & BroadPhase::kPendingAdd) f |= kFlagPendingAdd;
     if (s & BroadPhase::kRehome) f |= kFlagRehome;
-    if (s & BroadPhase::kPendingMove) f |= kFlagPendingMove;
+    if ((s & BroadPhase::kPendingMove) || (!unmarked.empty() && unmarked[i])) f |= kFlagPendingMove;
     // In the structure: queries see the box it holds there until the update.
     if (!(s & BroadPhase::kPendingAdd) || (s & BroadPhase::kRehome)) {
       const Aabb seen = side.visit([&](const auto& st) { return st.box(b.inner_[i].index); });
@@ -544,6 +548,7 @@ void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
   b.pendingMoves_ = std::move(pendingMoves);
   b.pendingRemoves_ = std::move(pendingRemoves);
   b.movesDropped_ = false;
+  b.movesUnmarked_ = false;   // (the pending moves above carry their marks)
   b.userDataChanged_ = true;  // the loaded pairs carry their own frame's user data
   b.pairs_ = std::move(d.pairs);
   b.begun_ = std::move(d.begun);
