@@ -104,5 +104,26 @@ TEST(Ray, Validation) {
   }
 }
 
+// isValidRay (the batch's check) accepts exactly the rays that
+// describeInvalidRay finds nothing wrong with.
+TEST(Ray, IsValidRayAgreesWithItsDescription) {
+  const float far = 2.0f * kMaxCoordinate;
+  const Vec3 origins[] = {Vec3(0, 0, 0),   Vec3(kInf, 0, 0), Vec3(0, kNaN, 0),
+                          Vec3(0, 0, far), Vec3(-far, 0, 0), Vec3(kMaxCoordinate, 1, -1)};
+  const Vec3 directions[] = {Vec3(0, 0, 1),    Vec3(0, 0, 0),    Vec3(-0.0f, 0, 0),
+                             Vec3(kNaN, 0, 1), Vec3(0, kInf, 0), Vec3(1e-40f, 0, 0)};
+  const float lengths[] = {1.0f, 0.0f, -1.0f, kInf, kNaN, 1e-30f};
+  int valid = 0;
+  for (const Vec3& o : origins)
+    for (const Vec3& d : directions)
+      for (const float length : lengths) {
+        const bool described = describeInvalidRay(o, d, length).empty();
+        EXPECT_EQ(isValidRay(o, d, length), described)
+            << o.transpose() << " / " << d.transpose() << " / " << length;
+        valid += described;
+      }
+  EXPECT_GT(valid, 0);
+}
+
 }  // namespace
 }  // namespace bp

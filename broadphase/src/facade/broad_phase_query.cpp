@@ -260,7 +260,7 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
   if (kind == RayQuery::all)
     return reject(ErrorCode::invalidArgument, "castRays: batches take closest or any");
   for (size_t k = 0; k < rays.size(); ++k)
-    if (const Ray& r = rays[k]; !describeInvalidRay(r.origin, r.direction, r.maxT).empty())
+    if (const Ray& r = rays[k]; !isValidRay(r.origin, r.direction, r.maxT))
       return reject(ErrorCode::invalidRay, "castRays: ray " + std::to_string(k) + ": " +
                                                describeInvalidRay(r.origin, r.direction, r.maxT));
   // Each ray writes only its own slot: the result is the same for any split.

@@ -58,7 +58,7 @@ static_assert(alignof(RayNode) == 64, "ray nodes start on a cache line");
 class RayTree {
  public:
   /// Builds the tree over `boxes`, leaf k carrying keys[k] (below 2^31) and
-  /// ids[k] (what the walk reports). Binned SAH, two binary splits a level; subtrees below the top
+  /// ids[k] (what the walk reports). Binned SAH into nodes of up to eight; subtrees below the top
   /// are built in parallel and laid out in a fixed order, so the tree is the
   /// same for any thread count (null: all on the calling thread).
   void build(Scheduler* scheduler, std::span<const Aabb> boxes, std::span<const uint32_t> keys,

@@ -3,8 +3,9 @@
 // A node takes its items as one group and splits the group of the largest
 // area in two (binned SAH over the centroids, 16 bins on each axis; on the
 // widest axis only for groups past the caches) until it has eight groups or
-// every group is one item; one-item groups become leaf slots, the
-// others child nodes, allocated side by side. Groups of at most kJobItems
+// none is worth splitting (fill()); small groups that fit its free slots
+// are opened into leaves. One-item groups become leaf slots, the others
+// child nodes, allocated side by side. Groups of at most kJobItems
 // below the top are built as separate jobs in parallel, each into a vector
 // of its own, then appended in job order: the same tree for any thread
 // count (kJobItems is a constant, not a function of the threads).
@@ -31,6 +32,11 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // a few items at a time cannot make the tree deeper than the walk's stack
 // expects for any input.
 constexpr int kMaxSahDepth = 40;
+// A group of at most eight items is split only if its parts that stay nodes
+// have less than this fraction of its surface area (docs/decisions.md,
+// "Rays": 1.0 made most nodes hold 2-4 leaves, never splitting lost on
+// `sizes` and `plane`).
+constexpr float kSmallSplitGain = 0.7f;
 
 float halfArea(const Aabb& b) {
   const Vec3 e = b.max - b.min;
@@ -254,22 +260,77 @@ struct Builder {
     return true;
   }
 
-  // Fills node `self` of `out` over g (more than one item): the group of
-  // the largest surface area is split until there are eight or every group
-  // is one item.
+  // Fills node `self` of `out` over g (more than one item). Groups are
+  // split, the largest surface area first, until the node has eight groups
+  // or none is worth splitting: a group of more than eight items always is,
+  // one of eight or fewer only when its parts clearly cost a ray less (a
+  // node test is eight lanes wide, so a node of 2 leaves costs a ray what
+  // one of 8 does). Then, while slots are free, the group of the largest
+  // area that fits them is opened into its leaves. Every other group of
+  // eight or fewer becomes a child node of leaves only.
   void fill(std::vector<RayNode>& out, uint32_t self, const Group& g, int depth) {
     Group groups[kRayWidth] = {g};
     int count = 1;
-    while (count < kRayWidth) {
+    const auto largestOf = [&](auto&& eligible) {
       int largest = -1;
       for (int k = 0; k < count; ++k)
-        if (groups[k].size() > 1 &&
+        if (eligible(groups[k]) &&
             (largest < 0 || groups[k].bounds.halfArea() > groups[largest].bounds.halfArea()))
           largest = k;
+      return largest;
+    };
+    // A small group is split only when its parts' nodes cost a ray clearly
+    // less than its own one node: the area of the parts that stay nodes (two
+    // or more items) under kSmallSplitGain of the group's. The trial split
+    // is kept for when it is chosen (it only reorders the group's items).
+    struct Trial {
+      bool done = false, worth = false;
+      Group left, right;
+    } trials[kRayWidth];
+    const auto splitPays = [&](int k) {
+      Trial& t = trials[k];
+      if (!t.done) {
+        t.done = true;
+        split(groups[k], depth, t.left, t.right);
+        const auto nodeArea = [](const Group& p) {
+          return p.size() > 1 ? p.bounds.halfArea() : 0.0f;
+        };
+        t.worth =
+            nodeArea(t.left) + nodeArea(t.right) < kSmallSplitGain * groups[k].bounds.halfArea();
+      }
+      return t.worth;
+    };
+    while (count < kRayWidth) {
+      int largest = -1;
+      for (int k = 0; k < count; ++k) {
+        const Group& gk = groups[k];
+        if (gk.size() < 2 ||
+            (largest >= 0 && !(gk.bounds.halfArea() > groups[largest].bounds.halfArea())))
+          continue;
+        if (gk.size() > kRayWidth || splitPays(k)) largest = k;
+      }
       if (largest < 0) break;
-      const Group whole = groups[largest];
-      split(whole, depth, groups[largest], groups[count]);
+      Trial& t = trials[largest];
+      if (t.done) {
+        groups[largest] = t.left;
+        groups[count] = t.right;
+      } else {
+        const Group whole = groups[largest];
+        split(whole, depth, groups[largest], groups[count]);
+      }
+      t = Trial{};
       ++count;
+    }
+    // Open small groups into leaf slots while they fit: a group of s items
+    // becomes s one-item groups, taking s - 1 more slots.
+    for (;;) {
+      const int free = kRayWidth - count;
+      const int largest =
+          largestOf([&](const Group& gk) { return gk.size() > 1 && int(gk.size()) - 1 <= free; });
+      if (largest < 0) break;
+      const Group open = groups[largest];
+      groups[largest] = {open.begin, open.begin + 1, {}, {}};
+      for (uint32_t i = open.begin + 1; i < open.end; ++i) groups[count++] = {i, i + 1, {}, {}};
     }
     // The child nodes side by side, after every node made so far; a group
     // left to a job gets its node when the jobs are appended.

@@ -50,6 +50,14 @@ inline Ray makeRay(const Vec3& origin, const Vec3& direction, float length) {
 /// check behind Error(invalidRay).
 std::string describeInvalidRay(const Vec3& origin, const Vec3& direction, float length);
 
+/// describeInvalidRay(...).empty() without building a message: the check
+/// for a batch, which describes only a ray it rejects.
+inline bool isValidRay(const Vec3& origin, const Vec3& direction, float length) {
+  return isFinite(origin) && isWithinLimit(origin) && isFinite(direction) &&
+         !(direction.x() == 0.0f && direction.y() == 0.0f && direction.z() == 0.0f) &&
+         std::isfinite(length) && length > 0.0f;
+}
+
 /// Slab clip of the segment [tMin, tMax] to the box: on return tMin is the
 /// entry distance (unchanged when the segment starts inside) and tMax the exit;
 /// true when the clipped segment is not empty. NaN-safe: every compare is
