@@ -811,6 +811,40 @@ TEST(BroadPhase, BadInputIsRejectedAndChangesNothing) {
   test::expectError(ErrorCode::invalidArgument, [] { BroadPhase bp({.margin = -1.0f}); });
 }
 
+// A frame of many events (the first update of a pile, where every pair
+// begins; the frame where the pile scatters, where every pair ends) grows the
+// event lists; two frames of few events later that memory is released
+// (memoryBytes() counts it), and every frame's events stay exact.
+TEST(BroadPhase, EventListsOfAManyEventFrameAreReleased) {
+  constexpr uint32_t kCount = 800;
+  constexpr size_t kPairs = size_t(kCount) * (kCount - 1) / 2;  // 319 600
+  constexpr size_t kListBytes = kPairs * sizeof(ProxyPair);
+  for (int threads : {1, 2}) {
+    BroadPhase bp({.threads = threads});
+    std::vector<ProxyId> ids;
+    for (uint32_t i = 0; i < kCount; ++i)
+      ids.push_back(bp.add({.box = Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)}}));
+    EXPECT_EQ(bp.update().begun.size(), kPairs);
+    EXPECT_TRUE(bp.update().begun.empty());
+    const size_t begunGrown = bp.memoryBytes();  // both pair lists full size by now
+    const FramePairs& still = bp.update();
+    EXPECT_TRUE(still.begun.empty() && still.ended.empty());
+    EXPECT_EQ(still.pairs.size(), kPairs);
+    EXPECT_GT(begunGrown, bp.memoryBytes() + kListBytes * 9 / 10) << threads << " threads";
+
+    for (uint32_t i = 0; i < kCount; ++i)
+      bp.move(ids[i], Aabb{Vec3(2.0f * float(i), 0, 0), Vec3(2.0f * float(i) + 1, 1, 1)});
+    const FramePairs& scattered = bp.update();
+    EXPECT_TRUE(scattered.pairs.empty() && scattered.begun.empty());
+    EXPECT_EQ(scattered.ended.size(), kPairs);
+    const size_t endedGrown = bp.memoryBytes();
+    bp.update();
+    EXPECT_TRUE(bp.update().ended.empty());
+    EXPECT_GT(endedGrown, bp.memoryBytes() + kListBytes * 9 / 10) << threads << " threads";
+    EXPECT_EQ(bp.validate(), "");
+  }
+}
+
 // A frame's first batch is checked and recorded a block at a time: a bad
 // entry far into it (after many blocks were recorded, on one thread and in
 // chunks on workers, in index order and shuffled) must still leave every box
