@@ -616,8 +616,9 @@ class BroadPhase {
   std::vector<ProxyId> moveIds_;
   std::vector<Aabb> moveBoxes_;
   /// move(), per chunk of a batch: whether its indices strictly increase,
-  /// and how many entries joined the pending list. Each chunk's task writes
-  /// its own entry once, so they need no padding.
+  /// and how many entries joined the pending list (for a first batch,
+  /// recordFirstBatch: where its check and record stopped). Each chunk's
+  /// task writes its own entry once, so they need no padding.
   std::vector<uint8_t> chunkAscending_;
   std::vector<uint32_t> chunkCount_;
   std::vector<uint32_t> renewedList_;

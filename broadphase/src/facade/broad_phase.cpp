@@ -103,6 +103,15 @@ struct BoxWords {
 };
 static_assert(sizeof(BoxWords) == sizeof(Aabb));
 
+// *dst = src as three 8-byte words. Through a local Aabb the compiler
+// stored the box in pieces and read it back whole, a store-forwarding stall
+// that made the record three times slower (docs/decisions.md).
+inline void copyBox(Aabb* dst, const Aabb& src) {
+  BoxWords box;
+  std::memcpy(&box, &src, sizeof box);
+  std::memcpy(static_cast<void*>(dst), &box, sizeof box);
+}
+
 }  // namespace
 
 // A bad field is reported; when the handler returns, the field takes its
@@ -294,16 +303,19 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
     return;
   }
   const uint32_t n = static_cast<uint32_t>(ids.size());
+  if (n == 0) return;
   const bool parallel = scheduler_->threadCount() > 1 && n > kMoveChunk;
   const EvenChunks split = parallel
                                ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
                                : EvenChunks{1, n};
-  if (n == 0) return;
-  // The usual frame's one batch: see recordFirstBatch().
+  // The usual frame's one batch: see recordFirstBatch(). One it does not
+  // take has had its chunks' order found (chunkAscending_) already.
+  bool orderKnown = false;
   if (pendingMoves_.empty() && pendingAdds_.empty() && !(dworld_ && dworld_->count != 0)) {
     const FirstBatch taken = recordFirstBatch(ids, boxes, split);
     if (taken == FirstBatch::rejected) reportMoveCulprit(ids, boxes);
     if (taken != FirstBatch::notTaken) return;
+    orderKnown = split.count > 1;
   }
   markPendingMoves();
   // Validate everything first (nothing changes if any entry is bad; the
@@ -315,11 +327,11 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
   // checked, with its entries still in that thread's cache (static 10^5,
   // two threads: its 10^4 entries recorded on the calling thread after a
   // check in tasks took 180-320 us, in tasks 40-50 us).
-  chunkAscending_.assign(split.count, 0);
+  if (!orderKnown) chunkAscending_.assign(split.count, 0);
   std::atomic<bool> bad{false};
   forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
     if (!allLiveAndValid(pool_, ids, boxes, begin, end)) bad.store(true, std::memory_order_relaxed);
-    if (parallel) chunkAscending_[c] = indicesAscending(ids, begin, end);
+    if (parallel && !orderKnown) chunkAscending_[c] = indicesAscending(ids, begin, end);
   });
   if (bad.load(std::memory_order_relaxed)) {
     reportMoveCulprit(ids, boxes);
@@ -438,9 +450,7 @@ uint32_t BroadPhase::checkAndRecord(std::span<const ProxyId> ids, std::span<cons
     ascending &= indicesAscending(ids, b, e);
     for (uint32_t k = b; k < e; ++k) {
       const uint32_t i = ids[k].index;
-      BoxWords box;
-      std::memcpy(&box, &boxes[k], sizeof box);
-      std::memcpy(static_cast<void*>(&stored[i]), &box, sizeof box);
+      copyBox(&stored[i], boxes[k]);
       out[k] = i;
     }
   }
@@ -481,10 +491,7 @@ uint32_t BroadPhase::recordMoves(std::span<const ProxyId> ids, std::span<const A
   for (uint32_t k = begin; k < end; ++k) {
     const uint32_t i = ids[k].index;
     const uint8_t s = state[i];
-    // The box copied as three words: Aabb assignments copy float by float.
-    BoxWords box;
-    std::memcpy(&box, &boxes[k], sizeof box);
-    std::memcpy(static_cast<void*>(&stored[i]), &box, sizeof box);
+    copyBox(&stored[i], boxes[k]);
     out[joined] = i;
     joined += joinsPendingMoves(s);
     state[i] = movedState(s);
