@@ -25,11 +25,11 @@ constexpr float kInfinity = std::numeric_limits<float>::infinity();
 constexpr uint32_t kMortonOrderRays = 4096;
 constexpr size_t kMortonOrderNodes = 16384;
 
-// Reports a bad ray (false then).
+// Reports a bad ray (false then). The message is made only for a bad one.
 bool checkRay(const Vec3& origin, const Vec3& direction, float length, const char* what) {
-  std::string why = describeInvalidRay(origin, direction, length);
-  if (why.empty()) return true;
-  reportError(ErrorCode::invalidRay, std::string(what) + ": " + why);
+  if (isValidRay(origin, direction, length)) return true;
+  reportError(ErrorCode::invalidRay,
+              std::string(what) + ": " + describeInvalidRay(origin, direction, length));
   return false;
 }
 
