@@ -187,19 +187,20 @@ double leavesPerLeafNode(const RayTree& tree) {
   return leafNodes ? double(leaves) / leafNodes : 0.0;
 }
 
-// A group of eight boxes or fewer is one node of leaves unless splitting it
-// clearly pays: over `uniform`, where it seldom does, the nodes that hold
-// only leaves average more than five of them (2.7 when every small group of
-// large area was split) and there is a node for every four boxes at most
-// (0.4), every box still a leaf once (validate()). Eight boxes: one node.
+// A group of sixteen boxes or fewer is one node of leaves unless splitting
+// it clearly pays: over `uniform`, where it seldom does, the nodes that hold
+// only leaves average more than nine of them (10.8; 2.7 in a tree of eight
+// slots where every small group of large area was split) and there is a
+// node for every eight boxes at most (0.09), every box still a leaf once
+// (validate()). Eight boxes: one node.
 TEST(RayTree, SmallGroupsFillTheirNodes) {
   const Scene scene = makeScene(SceneKind::uniform, 10000);
   const std::vector<uint32_t> ids = iota(10000);
   RayTree tree;
   tree.build(nullptr, scene.boxes, ids, ids);
   ASSERT_EQ(tree.validate(), "");
-  EXPECT_GT(leavesPerLeafNode(tree), 5.0);
-  EXPECT_LT(double(tree.nodes().size()) / 10000.0, 0.25);
+  EXPECT_GT(leavesPerLeafNode(tree), 9.0);
+  EXPECT_LT(double(tree.nodes().size()) / 10000.0, 0.125);
 
   const Scene eight = makeScene(SceneKind::uniform, 8);
   tree.build(nullptr, eight.boxes, iota(8), iota(8));

@@ -21,9 +21,9 @@ namespace {
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 // Batches of at least this many rays, over a tree of at least this many
-// nodes (4 MiB), are cast in Morton order (common/ray_order.h).
+// bytes, are cast in Morton order (common/ray_order.h).
 constexpr uint32_t kMortonOrderRays = 4096;
-constexpr size_t kMortonOrderNodes = 16384;
+constexpr size_t kMortonOrderBytes = size_t(4) << 20;
 
 // Reports a bad ray (false then). The message is made only for a bad one.
 bool checkRay(const Vec3& origin, const Vec3& direction, float length, const char* what) {
@@ -274,7 +274,8 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
   const uint32_t count = uint32_t(rays.size());
   // A tree past the caches is walked in the Morton order of the origins.
   std::vector<uint32_t> order;
-  if (tree && count >= kMortonOrderRays && tree->nodes().size() >= kMortonOrderNodes)
+  if (tree && count >= kMortonOrderRays &&
+      tree->nodes().size() * sizeof(RayNode) >= kMortonOrderBytes)
     order = mortonOrder(scheduler, rays);
   auto cast = [&](uint32_t begin, uint32_t end) {
     if (order.empty()) {

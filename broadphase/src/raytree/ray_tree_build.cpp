@@ -1,9 +1,9 @@
-// RayTree::build and refit: top-down binned SAH into 8-wide nodes.
+// RayTree::build and refit: top-down binned SAH into 16-wide nodes.
 //
 // A node takes its items as one group and splits the group of the largest
 // area in two (binned SAH over the centroids, 16 bins on each axis; on the
-// widest axis only for groups past the caches) until it has eight groups or
-// none is worth splitting (fill()); small groups that fit its free slots
+// widest axis only for groups past the caches) until it has kRayWidth groups
+// or none is worth splitting (fill()); small groups that fit its free slots
 // are opened into leaves. One-item groups become leaf slots, the others
 // child nodes, allocated side by side. Groups of at most kJobItems
 // below the top are built as separate jobs in parallel, each into a vector
@@ -32,7 +32,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // a few items at a time cannot make the tree deeper than the walk's stack
 // expects for any input.
 constexpr int kMaxSahDepth = 40;
-// A group of at most eight items is split only if its parts that stay nodes
+// A group of at most kRayWidth items is split only if its parts that stay nodes
 // have less than this fraction of its surface area (docs/decisions.md,
 // "Rays": 1.0 made most nodes hold 2-4 leaves, never splitting lost on
 // `sizes` and `plane`).
@@ -261,13 +261,13 @@ struct Builder {
   }
 
   // Fills node `self` of `out` over g (more than one item). Groups are
-  // split, the largest surface area first, until the node has eight groups
-  // or none is worth splitting: a group of more than eight items always is,
-  // one of eight or fewer only when its parts clearly cost a ray less (a
-  // node test is eight lanes wide, so a node of 2 leaves costs a ray what
-  // one of 8 does). Then, while slots are free, the group of the largest
-  // area that fits them is opened into its leaves. Every other group of
-  // eight or fewer becomes a child node of leaves only.
+  // split, the largest surface area first, until the node has kRayWidth
+  // groups or none is worth splitting: a group of more than kRayWidth items
+  // always is, a smaller one only when its parts clearly cost a ray less (a
+  // node test covers every slot, so a node of 2 leaves costs a ray what one
+  // of 16 does). Then, while slots are free, the group of the largest area
+  // that fits them is opened into its leaves. Every other group of at most
+  // kRayWidth items becomes a child node of leaves only.
   void fill(std::vector<RayNode>& out, uint32_t self, const Group& g, int depth) {
     Group groups[kRayWidth] = {g};
     int count = 1;

@@ -1,4 +1,4 @@
-// RayTreeWalk: one ray through a RayTree, eight child boxes a step.
+// RayTreeWalk: one ray through a RayTree, sixteen child boxes a step.
 //
 // walk(reach, onLeaf) visits the leaves whose box the ray enters at t <=
 // reach, each node's nearest child node first: onLeaf(id, t) sees each such
@@ -24,8 +24,8 @@ class RayTreeWalk {
  public:
   // The deepest a build makes a tree is kMaxSahDepth (40) levels of SAH
   // splits and then median splits, at most 32 more: a walk holds at most
-  // seven entries a level.
-  static constexpr int kStack = 512;
+  // kRayWidth - 1 entries a level.
+  static constexpr int kStack = 72 * (kRayWidth - 1);
 
   RayTreeWalk(const RayTree& tree, const Ray& ray) : nodes_(tree.nodes().data()) {
     for (int a = 0; a < 3; ++a) {
@@ -82,7 +82,7 @@ class RayTreeWalk {
           n = node.child[next];
           continue;
         }
-        // Several: one next, the others pushed (at most seven a level). For
+        // Several: one next, the others pushed (at most kRayWidth - 1 a level). For
         // walk() the nearest is found, not an order of all: a sort's
         // compares mispredicted on a tree in cache, and a pushed child is
         // walked only if it still starts within reach when popped
@@ -133,14 +133,19 @@ class RayTreeWalk {
   // Lanes whose child is a leaf (or empty: never hit), from the sign bit.
   static unsigned leafLanes(const RayNode& node) {
 #if defined(__AVX__)
-    return unsigned(_mm256_movemask_ps(
-        _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(node.child)))));
+    unsigned mask = 0;
+    for (int h = 0; h < kRayWidth / 8; ++h)
+      mask |= unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(
+                  _mm256_load_si256(reinterpret_cast<const __m256i*>(node.child + 8 * h)))))
+              << (8 * h);
+    return mask;
 #elif defined(__SSE2__)
-    const auto half = [&](int h) {
-      return unsigned(_mm_movemask_ps(
-          _mm_castsi128_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(node.child + 4 * h)))));
-    };
-    return half(0) | (half(1) << 4);
+    unsigned mask = 0;
+    for (int q = 0; q < kRayWidth / 4; ++q)
+      mask |= unsigned(_mm_movemask_ps(_mm_castsi128_ps(
+                  _mm_load_si128(reinterpret_cast<const __m128i*>(node.child + 4 * q)))))
+              << (4 * q);
+    return mask;
 #else
     unsigned mask = 0;
     for (int k = 0; k < kRayWidth; ++k) mask |= unsigned(node.child[k] >> 31) << k;
@@ -148,7 +153,7 @@ class RayTreeWalk {
 #endif
   }
 
-  // The slab test of one node's eight slots for this ray: bit k set when
+  // The slab test of one node's slots for this ray: bit k set when
   // slot k is entered within [0, limit], its entry distance in t[k]. It is
   // clipRayAabb()'s arithmetic lane by lane: maxps(a, b) is a > b ? a : b
   // and minps(a, b) a < b ? a : b, as clipRayAabb writes them, so a NaN
@@ -159,24 +164,28 @@ class RayTreeWalk {
     __m256 ox, oy, oz, ix, iy, iz;
 
     unsigned test(const RayNode& node, float limit, float* t) const {
-      const auto row = [&](int r) { return _mm256_load_ps(node.box[r]); };
-      __m256 tMin =
-          _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearX), ox), ix), _mm256_setzero_ps());
-      __m256 tMax =
-          _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farX), ox), ix), _mm256_set1_ps(limit));
-      tMin = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearY), oy), iy), tMin);
-      tMax = _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farY), oy), iy), tMax);
-      tMin = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearZ), oz), iz), tMin);
-      tMax = _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farZ), oz), iz), tMax);
-      _mm256_store_ps(t, tMin);
-      return unsigned(_mm256_movemask_ps(_mm256_cmp_ps(tMin, tMax, _CMP_LE_OQ)));
+      unsigned mask = 0;
+      for (int h = 0; h < kRayWidth / 8; ++h) {
+        const auto row = [&](int r) { return _mm256_load_ps(node.box[r] + 8 * h); };
+        __m256 tMin =
+            _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearX), ox), ix), _mm256_setzero_ps());
+        __m256 tMax =
+            _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farX), ox), ix), _mm256_set1_ps(limit));
+        tMin = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearY), oy), iy), tMin);
+        tMax = _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farY), oy), iy), tMax);
+        tMin = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(row(nearZ), oz), iz), tMin);
+        tMax = _mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(row(farZ), oz), iz), tMax);
+        _mm256_store_ps(t + 8 * h, tMin);
+        mask |= unsigned(_mm256_movemask_ps(_mm256_cmp_ps(tMin, tMax, _CMP_LE_OQ))) << (8 * h);
+      }
+      return mask;
     }
 #elif defined(__SSE2__)
     __m128 ox, oy, oz, ix, iy, iz;
 
     unsigned test(const RayNode& node, float limit, float* t) const {
       unsigned mask = 0;
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < kRayWidth / 4; ++h) {
         const auto row = [&](int r) { return _mm_load_ps(node.box[r] + 4 * h); };
         __m128 tMin = _mm_max_ps(_mm_mul_ps(_mm_sub_ps(row(nearX), ox), ix), _mm_setzero_ps());
         __m128 tMax = _mm_min_ps(_mm_mul_ps(_mm_sub_ps(row(farX), ox), ix), _mm_set1_ps(limit));
