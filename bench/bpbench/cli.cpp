@@ -23,8 +23,8 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"scene", "n", "frames", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
       "!no-fork", "!wake-workers", "!serial-step", "offset"}},
     {"rays",
-     {"scene", "n", "rays", "query", "threads", "backend", "seed", "!check", "format", "plot",
-      "!quiet", "!no-fork"}},
+     {"scene", "n", "rays", "query", "threads", "backend", "seed", "repeat", "!check", "format",
+      "plot", "!quiet", "!no-fork"}},
     {"stress",
      {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
     {"scaling",
@@ -190,7 +190,9 @@ commands:
            [--offset D]                    auto also through the double API, the scene
                                            translated by D (docs/large_worlds.md)
   rays     [--scene S] --n N[,N...] --rays R [--query closest|any|all] [--threads T]
-           [--backend B,...] [--check]     Mrays/s against a scene's frame 0 (uniform)
+           [--backend B,...] [--repeat C] [--check]
+                                           Mrays/s against a scene's frame 0 (uniform): the
+                                           median of C casts of the batch (each the same hits)
   stress   [--n N] [--seconds S] [--threads T] [--backend B] [--churn PCT] [--scene S]
            [--plot F.svg]                  a long run with motion and churn; flat memory?
   scaling  --scene S --n N --threads 1,2,4 [--backend B] [--frames F] [--repeat R]
@@ -225,7 +227,7 @@ common options:
 
 defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
 hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
-bound: --n 1000000, --max-pairs 10000000; rollback: backends bvh, sweep, auto; backends: pairs bullet-dbvt + ours built, rays
+rays: --repeat 3; bound: --n 1000000, --max-pairs 10000000; rollback: backends bvh, sweep, auto; backends: pairs bullet-dbvt + ours built, rays
 embree + ours, stress/scaling the first of auto, sweep, bvh (else bullet-dbvt), bound bvh,
 sweep, auto. Numbers may be written 100000 or 1e5.
 
@@ -357,6 +359,8 @@ Options parseArgs(int argc, char** argv) {
   if (has("seconds")) o.seconds = parseReal("seconds", values["seconds"], 0, 86400, true);
   if (has("repeat"))
     o.repeat = static_cast<uint32_t>(parseInteger("repeat", values["repeat"], 1, 1000));
+  else if (o.command == "rays")
+    o.repeat = 3;
   if (has("max-round-trip"))
     o.maxRoundTripNs = parseReal("max-round-trip", values["max-round-trip"], 0, 1e9, false);
   if (has("churn")) o.churnPercent = parseReal("churn", values["churn"], 0, 100, false);

@@ -30,7 +30,7 @@ struct Options {
   double seconds = 30;
   double churnPercent = 1;       // stress, rollback
   uint64_t maxPairs = 10000000;  // bound: BroadPhaseConfig::maxPairs
-  uint32_t repeat = 1;           // scaling: rounds of every thread count
+  uint32_t repeat = 1;           // scaling: rounds of every thread count; rays: casts
   double maxRoundTripNs = 0;     // scaling: keep rounds under this core round trip (0: all)
   Format format = Format::table;
   std::string plot;  // SVG path, empty: none

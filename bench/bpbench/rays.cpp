@@ -1,9 +1,12 @@
 // `bpbench rays`: the rays of SCENES.md against a standard scene's frame 0
 // (`uniform` by default; other scenes get the same rays over their own
 // motion domain, testkit's makeRaysIn).
-// Timed: one castRays call over all rays (the structure is built and
-// updated, and what it makes for rays on demand made, before the clock
-// starts: build ms counts them).
+// Timed: each of --repeat castRays calls over all rays (the structure is
+// built and updated, and what it makes for rays on demand made, before the
+// clock starts: build ms counts them); the median is reported, and every
+// call must give the same hits. A single cold call was the least steady
+// figure: it pays the first touch of the batch's scratch pages (see
+// bench/README.md).
 #include "child.h"
 #include "commands.h"
 #include "memory.h"
@@ -13,9 +16,13 @@
 
 #include <broadphase/testkit/brute_force.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace bpbench {
 namespace {
@@ -24,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 struct RaysResult {
   int threads = 1;
-  double buildMs = 0, seconds = 0, peakMib = 0;
+  double buildMs = 0, seconds = 0, firstSeconds = 0, peakMib = 0;  // seconds: the median cast
   uint64_t hits = 0;
   // Kept by the parent across later forks: not inherited (see child.h).
   ParentVector<RayHit> first;     // closest / any: one per ray
@@ -62,13 +69,38 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
   });
   r.buildMs = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
+  // Casts the batch `repeat` times: r.seconds is the median, r.firstSeconds
+  // the first. Each cast's answer is digested as --check compares them (any
+  // hit: hit or not) and must equal the first's.
+  std::vector<double> casts;
+  uint64_t firstDigest = 0;
+  auto timeCasts = [&](const std::string& what, auto&& cast, auto&& digest) {
+    for (uint32_t k = 0; k < o.repeat; ++k) {
+      t0 = Clock::now();
+      progress.during(what, cast);
+      casts.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      const uint64_t d = digest();
+      if (k == 0)
+        firstDigest = d;
+      else if (d != firstDigest)
+        throw std::runtime_error("cast " + std::to_string(k + 1) +
+                                 " of the same batch gave other hits than the first");
+    }
+    r.firstSeconds = casts[0];
+    std::sort(casts.begin(), casts.end());
+    r.seconds = casts[casts.size() / 2];
+  };
+  const std::string what = "casting " + std::to_string(o.rays) + " rays";
   std::vector<RayHit> all;
   std::vector<uint32_t> offsets;
   if (o.query == RayQuery::all) {
-    t0 = Clock::now();
-    progress.during("casting " + std::to_string(o.rays) + " rays",
-                    [&] { backend->castRaysAll(scheduler, rays, all, offsets); });
-    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    timeCasts(
+        what, [&] { backend->castRaysAll(scheduler, rays, all, offsets); },
+        [&] {
+          uint64_t h = digestHits(all);
+          for (uint32_t v : offsets) h = (h ^ v) * 1099511628211ull;
+          return h;
+        });
     r.hits = all.size();
     for (size_t i = 0; i + 1 < offsets.size(); ++i) {
       r.counts.push_back(offsets[i + 1] - offsets[i]);
@@ -76,10 +108,14 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
     }
   } else {
     r.first.resize(rays.size());
-    t0 = Clock::now();
-    progress.during("casting " + std::to_string(o.rays) + " rays",
-                    [&] { backend->castRays(scheduler, rays, o.query, r.first); });
-    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    timeCasts(
+        what, [&] { backend->castRays(scheduler, rays, o.query, r.first); },
+        [&] {
+          if (o.query != RayQuery::any) return digestHits(r.first);
+          uint64_t h = 14695981039346656037ull;
+          for (const RayHit& hit : r.first) h = (h ^ uint64_t(hit.hit())) * 1099511628211ull;
+          return h;
+        });
     for (const RayHit& h : r.first) r.hits += h.hit();
   }
   progress.finish();
@@ -87,6 +123,7 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
   out.put(r.threads);
   out.put(r.buildMs);
   out.put(r.seconds);
+  out.put(r.firstSeconds);
   out.put(r.peakMib);
   out.put(r.hits);
   out.putVector(r.first);
@@ -100,6 +137,7 @@ RaysResult run(const BackendInfo& info, const Options& o, uint32_t n, int thread
   r.threads = b.get<int>();
   r.buildMs = b.get<double>();
   r.seconds = b.get<double>();
+  r.firstSeconds = b.get<double>();
   r.peakMib = b.get<double>();
   r.hits = b.get<uint64_t>();
   r.first = b.getVector<RayHit, DontForkAllocator<RayHit>>();
@@ -172,6 +210,8 @@ int commandRays(const Options& o) {
             .add("seconds", r.seconds, 4)
             .add("mrays_per_s", mrays, 4)
             .add("mrays_per_s_per_thread", mrays / r.threads, 4)
+            .add("casts", uint64_t(o.repeat))
+            .add("first_mrays_per_s", double(o.rays) / r.firstSeconds / 1e6, 4)
             .add("hits", r.hits)
             .add("peak_mib", r.peakMib, 1)
             .add("ratio", mrays / firstMrays, 3)

@@ -30,6 +30,7 @@ expect_usage_error("--threads: '-1' is out of range|--threads: -1 is out of rang
 expect_usage_error("--seconds: 0 is out of range" stress --seconds 0)
 expect_usage_error("--churn: 150 is out of range" stress --churn 150)
 expect_usage_error("--repeat: 0 is out of range" scaling --repeat 0)
+expect_usage_error("--repeat: 0 is out of range" rays --repeat 0)
 expect_usage_error("--max-round-trip: 'fast' is not a number" scaling --max-round-trip fast)
 expect_usage_error("unknown option '--repeat' for 'pairs'" pairs --repeat 3)
 expect_usage_error("--query: unknown query 'nearest'.*valid: closest, any, all" rays --query nearest)

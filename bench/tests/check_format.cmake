@@ -67,7 +67,7 @@ check("${pairs}" ${rows} backend scene n seed threads median_ms p99_ms pairs pai
       peak_mib ratio)
 
 run_bpbench(rays rays --n 1000 --rays 2000 --backend ${RAY_BACKENDS})
-check("${rays}" ${nray} backend n rays threads query mrays_per_s hits)
+check("${rays}" ${nray} backend n rays threads query mrays_per_s casts first_mrays_per_s hits)
 
 run_bpbench(list list)
 message(STATUS "${FORMAT} output of pairs, rays and list parses")
