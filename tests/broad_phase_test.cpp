@@ -354,6 +354,55 @@ TEST(BroadPhase, QueriesMatchBruteForce) {
   }
 }
 
+// castRaysAll: each ray's hits equal brute force's, sorted, through the
+// rays' tree and through each structure, on one thread and two, with a
+// filter and with proxies removed; 700 rays make three chunks of the batch.
+TEST(BroadPhase, RayBatchesOfEveryHitMatchBruteForce) {
+  const Scene scene = makeScene(SceneKind::sizes, 2000);
+  const std::vector<Ray> rays = makeRays(scene.n, 700);
+  const Filter query{1, 0b01};
+  for (Structure structure : kStructures)
+    for (RayTreeMode tree : {RayTreeMode::never, RayTreeMode::always})
+      for (int threads : {1, 2}) {
+        BroadPhaseConfig config;
+        config.structure = structure;
+        config.rayTree = tree;
+        config.threads = threads;
+        BroadPhase bp(config);
+        std::vector<uint8_t> accepted(scene.n);
+        std::vector<ProxyId> ids(scene.n);
+        for (uint32_t i = 0; i < scene.n; ++i) {
+          ProxyDesc d{scene.boxes[i], MotionType::dynamic, {}, i};
+          d.filter.category = (i % 3 == 0) ? 2 : 1;
+          accepted[i] = d.filter.accepts(query);
+          ids[i] = bp.add(d);
+        }
+        bp.update();
+        for (uint32_t i = 0; i < scene.n; i += 7) {
+          bp.remove(ids[i]);
+          accepted[i] = 0;
+        }
+        bp.update();
+        std::vector<RayHit> hits(3, RayHit{5, 1.0f});
+        std::vector<size_t> offsets(2, 9);
+        bp.castRaysAll(rays, hits, offsets, query);
+        ASSERT_EQ(offsets.size(), rays.size() + 1);
+        ASSERT_EQ(offsets.front(), 0u);
+        ASSERT_EQ(offsets.back(), hits.size());
+        size_t several = 0;  // rays with more than one hit
+        for (size_t r = 0; r < rays.size(); ++r) {
+          const std::vector<RayHit> want = brute::castRayAll(scene.boxes, rays[r], accepted);
+          several += want.size() > 1;
+          ASSERT_LE(offsets[r], offsets[r + 1]);
+          const std::vector<RayHit> got(hits.begin() + ptrdiff_t(offsets[r]),
+                                        hits.begin() + ptrdiff_t(offsets[r + 1]));
+          EXPECT_EQ(got, want) << name(structure) << " tree " << int(tree) << " threads " << threads
+                               << " ray " << r;
+        }
+        EXPECT_GT(several, 50u) << "the rays must test the order within a ray's hits";
+      }
+}
+
 // shiftOrigin() applies the pending changes and the shift at once: every
 // query answers right away, before any update(), exactly as brute force on
 // the shifted boxes, on every structure.

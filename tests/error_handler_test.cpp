@@ -232,6 +232,11 @@ TEST(ErrorHandler, BroadPhaseRejectedCallsReturnTheirFallbackAndChangeNothing) {
     expectError(ErrorCode::invalidArgument,
                 [&] { bp.castRays(std::span(rays).first(2), hits, RayQuery::all); });
     EXPECT_EQ(hits, std::vector<RayHit>(2, RayHit{}));
+    hits.assign(2, kJunkHit);
+    std::vector<size_t> offsets(2, 7);
+    expectError(ErrorCode::invalidRay, [&] { bp.castRaysAll(rays, hits, offsets); });
+    EXPECT_TRUE(hits.empty());
+    EXPECT_EQ(offsets, std::vector<size_t>(rays.size() + 1, 0));
     std::vector<Neighbour> near(3, Neighbour{7, 1.0f});
     expectError(ErrorCode::invalidArgument, [&] { bp.nearest(o, 0, near); });
     EXPECT_TRUE(near.empty());

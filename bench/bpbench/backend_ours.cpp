@@ -217,12 +217,17 @@ class FacadeBackend final : public Backend {
   }
   void castRaysAll(Scheduler& scheduler, std::span<const Ray> rays, std::vector<RayHit>& out,
                    std::vector<uint32_t>& offsets) override {
-    castRaysAllWith(scheduler, rays, out, offsets, [&](const Ray& ray, std::vector<RayHit>& hits) {
-      thread_local std::vector<RayHit> one;
-      bp_->castRayAll(ray, one);
-      for (RayHit& h : one) h.proxy = sceneOf_[h.proxy];
-      std::sort(one.begin(), one.end(), bp::hitBefore);
-      hits.insert(hits.end(), one.begin(), one.end());
+    // The facade's batch, its proxies then mapped to scene ids (each ray's
+    // hits sorted again: a tie goes to the lower scene id).
+    bp_->castRaysAll(rays, out, batchOffsets_);
+    offsets.assign(batchOffsets_.begin(), batchOffsets_.end());
+    scheduler.forEach(0, uint32_t(rays.size()), 1024, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t r = begin; r < end; ++r) {
+        const auto first = out.begin() + ptrdiff_t(offsets[r]);
+        const auto last = out.begin() + ptrdiff_t(offsets[r + 1]);
+        for (auto h = first; h != last; ++h) h->proxy = sceneOf_[h->proxy];
+        std::sort(first, last, bp::hitBefore);
+      }
     });
   }
   size_t memoryBytes() const override { return bp_ ? bp_->memoryBytes() : 0; }
@@ -246,6 +251,7 @@ class FacadeBackend final : public Backend {
   std::unique_ptr<bp::BroadPhase> bp_;
   std::vector<bp::ProxyId> handles_;  // by scene id
   std::vector<uint32_t> sceneOf_;     // scene id by proxy index
+  std::vector<size_t> batchOffsets_;  // castRaysAll's, before the copy to the bench's type
   MoveHandles moveHandles_;
   double offset_ = 0;  // useOffset(): the double path, boxes translated by this
 };

@@ -98,6 +98,17 @@ void BM_RayAllHits(benchmark::State& state) {
   report(state, hits);
 }
 
+void BM_RayBatchAllHits(benchmark::State& state) {
+  World w = makeWorld(state);
+  std::vector<RayHit> all;
+  std::vector<size_t> offsets;
+  for (auto _ : state) {
+    w.bp->castRaysAll(w.rays, all, offsets);
+    benchmark::DoNotOptimize(all.data());
+  }
+  report(state, all.size());
+}
+
 #define BP_RAY_FORM(fn)                             \
   BENCHMARK(fn)                                     \
       ->ArgsProduct({{0, 1, 2, 3, 4}, {5}, {0, 1}}) \
@@ -108,6 +119,7 @@ BP_RAY_FORM(BM_RayBatchClosest);
 BP_RAY_FORM(BM_RayOneByOneClosest);
 BP_RAY_FORM(BM_RayCallbackClipped);
 BP_RAY_FORM(BM_RayAllHits);
+BP_RAY_FORM(BM_RayBatchAllHits);
 
 }  // namespace
 }  // namespace bp

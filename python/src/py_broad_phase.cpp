@@ -346,10 +346,28 @@ py::tuple PyBroadPhase::castRaysAll(py::handle origins, py::handle directions, p
     py::gil_scoped_release release;
     buildRays(world_.scheduler(), o, d, len, "cast_rays_all", rays);
   }
-  const Filter f = filter.filter();
-  return groupedQuery(rays.size(), [&](uint32_t r, std::vector<RayHit>& out) {
-    world_.castRayAll(rays[r], out, f);  // sorted nearest first, ties to the lower index
-  });
+  const size_t count = rays.size();
+  std::vector<int64_t> offsets(count + 1, 0);
+  std::vector<uint64_t> user;
+  std::vector<float> t;
+  {
+    py::gil_scoped_release release;
+    std::vector<RayHit> hits;
+    std::vector<size_t> ends;
+    {
+      std::shared_lock lock(mutex_);
+      // Sorted nearest first, ties to the lower index, ray by ray.
+      world_.castRaysAll(rays, hits, ends, filter.filter());
+      user.resize(hits.size());
+      for (size_t k = 0; k < hits.size(); ++k) user[k] = world_.userData(hits[k].proxy);
+    }
+    std::copy(ends.begin(), ends.end(), offsets.begin());
+    t.resize(hits.size());
+    for (size_t k = 0; k < hits.size(); ++k) t[k] = hits[k].t;
+  }
+  const py::ssize_t total = py::ssize_t(user.size());
+  return py::make_tuple(toArray(std::move(offsets), {py::ssize_t(count) + 1}),
+                        toArray(std::move(user), {total}), toArray(std::move(t), {total}));
 }
 
 py::array_t<uint64_t> PyBroadPhase::queryBox(py::handle lo, py::handle hi, QueryFilter filter) {

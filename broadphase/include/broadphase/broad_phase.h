@@ -340,8 +340,9 @@ class BroadPhase {
   // Every query takes a filter: a proxy is reported only when the filter and
   // the proxy's filter accept each other. Results are proxy indices
   // (userData(index) gives the engine's data). Fallbacks of a rejected
-  // query: no callback call, a miss (RayHit{}), an empty `out` vector, or
-  // every slot of castRays' `out` a miss.
+  // query: no callback call, a miss (RayHit{}), an empty `out` vector,
+  // every slot of castRays' `out` a miss, or castRaysAll's `hits` empty and
+  // every offset 0.
 
   /// Calls `callback` for every proxy whose box overlaps `box` (touching
   /// counts), in no particular order, until it returns false. A bad box is
@@ -371,6 +372,12 @@ class BroadPhase {
   /// One result per ray, in parallel, deterministic. kind: closest or any.
   void castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind = RayQuery::closest,
                 const Filter& filter = {}) const;
+  /// Every hit of every ray, in parallel, deterministic: the hits of rays[r]
+  /// are hits[offsets[r]] up to hits[offsets[r + 1]], sorted as castRayAll
+  /// sorts them; `offsets` gets rays.size() + 1 entries. One bad ray rejects
+  /// the batch with invalidRay.
+  void castRaysAll(std::span<const Ray> rays, std::vector<RayHit>& hits,
+                   std::vector<size_t>& offsets, const Filter& filter = {}) const;
   /// Makes the rays' tree now, when `rayTree` is not RayTreeMode::never
   /// and it is not up to date, so that the next rays do not pay for it
   /// (docs/rays.md): after an update() that a frame of many rays follows,

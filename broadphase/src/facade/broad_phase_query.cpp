@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 namespace bp {
@@ -35,6 +36,16 @@ bool checkRay(const Vec3& origin, const Vec3& direction, float length, const cha
 
 bool checkRay(const Ray& r, const char* what) {
   return checkRay(r.origin, r.direction, r.maxT, what);
+}
+
+// "what: ray k: why" for the first bad ray of a batch, or "" when every ray
+// is good: each is checked with isValidRay, and only a bad one is described.
+std::string firstInvalidRay(std::span<const Ray> rays, const char* what) {
+  for (size_t k = 0; k < rays.size(); ++k)
+    if (const Ray& r = rays[k]; !isValidRay(r.origin, r.direction, r.maxT))
+      return std::string(what) + ": ray " + std::to_string(k) + ": " +
+             describeInvalidRay(r.origin, r.direction, r.maxT);
+  return {};
 }
 
 bool checkPoint(const Vec3& point, const char* what) {
@@ -258,11 +269,10 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
                                                   " rays but room for " +
                                                   std::to_string(out.size()) + " results");
   if (kind == RayQuery::all)
-    return reject(ErrorCode::invalidArgument, "castRays: batches take closest or any");
-  for (size_t k = 0; k < rays.size(); ++k)
-    if (const Ray& r = rays[k]; !isValidRay(r.origin, r.direction, r.maxT))
-      return reject(ErrorCode::invalidRay, "castRays: ray " + std::to_string(k) + ": " +
-                                               describeInvalidRay(r.origin, r.direction, r.maxT));
+    return reject(ErrorCode::invalidArgument,
+                  "castRays: batches take closest or any (castRaysAll: every hit)");
+  if (const std::string bad = firstInvalidRay(rays, "castRays"); !bad.empty())
+    return reject(ErrorCode::invalidRay, bad);
   // Each ray writes only its own slot: the result is the same for any split.
   // A query structure's rays stay on the calling thread (read.workers).
   const QueryRead read(*this);
@@ -291,6 +301,47 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
     scheduler->forEach(0, count, 256, cast);
   else
     cast(0, count);
+}
+
+void BroadPhase::castRaysAll(std::span<const Ray> rays, std::vector<RayHit>& hits,
+                             std::vector<size_t>& offsets, const Filter& filter) const {
+  hits.clear();
+  offsets.assign(rays.size() + 1, 0);
+  if (const std::string bad = firstInvalidRay(rays, "castRaysAll"); !bad.empty())
+    return reportError(ErrorCode::invalidRay, bad);
+  const QueryRead read(*this);
+  bool none;
+  const auto* filters = read.filtersOf(filter, none);
+  if (none) return;
+  const RayTree* tree = rayTree(read, rays.size());
+  // Fixed chunks of rays, each with its own list, laid end to end after:
+  // the same result for any split over the workers. offsets[r + 1] holds
+  // ray r's count until the sum.
+  constexpr size_t kChunk = 256;
+  const size_t chunks = (rays.size() + kChunk - 1) / kChunk;
+  std::vector<std::vector<RayHit>> found(chunks);
+  auto cast = [&](uint32_t begin, uint32_t end) {
+    for (size_t c = begin; c < end; ++c) {
+      std::vector<RayHit>& list = found[c];
+      for (size_t r = c * kChunk; r < std::min(rays.size(), (c + 1) * kChunk); ++r) {
+        const size_t first = list.size();
+        castEach(read.side, tree, rays[r], [&](uint32_t p, float t) -> float {
+          if (!filters || filter.accepts((*filters)[p].filter)) list.push_back({p, t});
+          return kInfinity;
+        });
+        std::sort(list.begin() + ptrdiff_t(first), list.end(), hitBefore);
+        offsets[r + 1] = list.size() - first;
+      }
+    }
+  };
+  if (read.workers)
+    read.workers->forEach(0, uint32_t(chunks), 1, cast);
+  else
+    cast(0, uint32_t(chunks));
+  for (size_t r = 0; r < rays.size(); ++r) offsets[r + 1] += offsets[r];
+  hits.resize(offsets.back());
+  for (size_t c = 0; c < chunks; ++c)
+    std::copy(found[c].begin(), found[c].end(), hits.begin() + ptrdiff_t(offsets[c * kChunk]));
 }
 
 void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
