@@ -63,13 +63,15 @@ struct Frame {
 
 // What a query thread asked and got, checked after it let the frame go.
 struct Answer {
-  int kind = 0;  // 0 castRay, 1 castRays, 2 queryBox, 3 queryPoint, 4 nearest, 5 castRayAll
+  int kind = 0;  // 0 castRay, 1 castRays, 2 queryBox, 3 queryPoint, 4 nearest, 5 castRayAll,
+                 // 6 castRaysAll
   Filter filter;
   std::vector<Ray> rays;
   Aabb box = Aabb::empty();
   Vec3 point{0, 0, 0};
   uint32_t k = 0;
   std::vector<RayHit> hits;
+  std::vector<size_t> offsets;  // castRaysAll
   std::vector<uint32_t> found;
   std::vector<Neighbour> neighbours;
 };
@@ -95,20 +97,22 @@ bool matches(const Answer& a, std::span<const Aabb> boxes, std::span<const uint8
       return got == brute::queryPoint(boxes, a.point, m);
     }
     case 4: return a.neighbours == brute::nearest(boxes, a.point, a.k, m);
-    default: {
-      const std::vector<RayHit> e = brute::castRayAll(boxes, a.rays[0], m);
-      if (e.size() != a.hits.size()) return false;
-      for (size_t i = 0; i < e.size(); ++i)
-        if (e[i].proxy != a.hits[i].proxy || e[i].t != a.hits[i].t) return false;
+    case 5: return a.hits == brute::castRayAll(boxes, a.rays[0], m);
+    default:
+      if (a.offsets.size() != a.rays.size() + 1) return false;
+      for (size_t r = 0; r < a.rays.size(); ++r) {
+        const std::vector<RayHit> got(a.hits.begin() + ptrdiff_t(a.offsets[r]),
+                                      a.hits.begin() + ptrdiff_t(a.offsets[r + 1]));
+        if (got != brute::castRayAll(boxes, a.rays[r], m)) return false;
+      }
       return true;
-    }
   }
 }
 
 // Asks one random query of `bp` (under whatever hold the caller has).
 Answer ask(const BroadPhase& bp, std::mt19937& rng, const std::vector<Ray>& rays, float side) {
   Answer a;
-  a.kind = int(rng() % 6);
+  a.kind = int(rng() % 7);
   if (rng() % 3 == 0) a.filter = {~uint64_t(0), 0b0101};
   std::uniform_real_distribution<float> coord(-0.1f * side, 1.1f * side);
   a.point = Vec3(coord(rng), coord(rng), coord(rng));
@@ -139,10 +143,16 @@ Answer ask(const BroadPhase& bp, std::mt19937& rng, const std::vector<Ray>& rays
       a.k = 1 + uint32_t(rng() % 8);
       bp.nearest(a.point, a.k, a.neighbours, a.filter);
       break;
-    default:
+    case 5:
       a.rays = {rays[rng() % rays.size()]};
       bp.castRayAll(a.rays[0], a.hits, a.filter);
       break;
+    default: {
+      const size_t first = rng() % (rays.size() - 16);
+      a.rays.assign(rays.begin() + first, rays.begin() + first + 16);
+      bp.castRaysAll(a.rays, a.hits, a.offsets, a.filter);
+      break;
+    }
   }
   return a;
 }
