@@ -247,6 +247,10 @@ void expectRaysMatch(const BroadPhase& bp, const Visible& v, const std::vector<R
   bp.castRays(rays, batch);
   std::vector<RayHit> anyBatch(rays.size());
   bp.castRays(rays, anyBatch, RayQuery::any);
+  std::vector<RayHit> allBatch;
+  std::vector<size_t> offsets;
+  bp.castRaysAll(rays, allBatch, offsets);
+  ASSERT_EQ(offsets.size(), rays.size() + 1) << label;
   for (size_t r = 0; r < rays.size(); ++r) {
     const RayHit want = brute::castRayClosest(v.boxes, rays[r], v.live);
     ASSERT_EQ(batch[r], want) << label << " batch ray " << r;
@@ -258,6 +262,10 @@ void expectRaysMatch(const BroadPhase& bp, const Visible& v, const std::vector<R
     std::vector<RayHit> all;
     bp.castRayAll(rays[r], all);
     ASSERT_EQ(all, brute::castRayAll(v.boxes, rays[r], v.live)) << label << " all, ray " << r;
+    ASSERT_EQ(std::vector<RayHit>(allBatch.begin() + ptrdiff_t(offsets[r]),
+                                  allBatch.begin() + ptrdiff_t(offsets[r + 1])),
+              all)
+        << label << " all batch, ray " << r;
     RayHit viaCallback;
     bp.castRay(rays[r].origin, rays[r].direction, rays[r].maxT, [&](uint32_t p, float t) {
       if (!viaCallback.hit() || hitBefore({p, t}, viaCallback)) viaCallback = {p, t};
