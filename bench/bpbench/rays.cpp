@@ -5,7 +5,7 @@
 // built and updated, and what it makes for rays on demand made, before the
 // clock starts: build ms counts them); the median is reported, and every
 // call must give the same hits. A single cold call was the least steady
-// figure: it pays the first touch of the batch's scratch pages (see
+// figure: it pays the process's first touches of memory (see
 // bench/README.md).
 #include "child.h"
 #include "commands.h"
