@@ -188,6 +188,19 @@ void castEach(const Side& side, const RayTree* tree, const Ray& ray, Callback&& 
   });
 }
 
+// Appends to `list` every proxy the ray enters that the filter accepts,
+// sorted by hitBefore (castRayAll's answer, and one ray's of castRaysAll).
+template <class Side, class Rules>
+void appendEveryHit(const Side& side, const RayTree* tree, const Ray& ray, const Filter& filter,
+                    const std::vector<Rules>* filters, std::vector<RayHit>& list) {
+  const size_t first = list.size();
+  castEach(side, tree, ray, [&](uint32_t p, float t) -> float {
+    if (!filters || filter.accepts((*filters)[p].filter)) list.push_back({p, t});
+    return kInfinity;
+  });
+  std::sort(list.begin() + ptrdiff_t(first), list.end(), hitBefore);
+}
+
 }  // namespace
 
 // The ray tree for `count` rays about to be cast, or null (side_rays.h). A
@@ -237,11 +250,7 @@ void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filt
   bool none;
   const auto* filters = read.filtersOf(filter, none);
   if (none) return;
-  castEach(read.side, rayTree(read, 1), ray, [&](uint32_t p, float t) -> float {
-    if (!filters || filter.accepts((*filters)[p].filter)) out.push_back({p, t});
-    return kInfinity;
-  });
-  std::sort(out.begin(), out.end(), hitBefore);
+  appendEveryHit(read.side, rayTree(read, 1), ray, filter, filters, out);
 }
 
 void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length,
@@ -324,13 +333,9 @@ void BroadPhase::castRaysAll(std::span<const Ray> rays, std::vector<RayHit>& hit
     for (size_t c = begin; c < end; ++c) {
       std::vector<RayHit>& list = found[c];
       for (size_t r = c * kChunk; r < std::min(rays.size(), (c + 1) * kChunk); ++r) {
-        const size_t first = list.size();
-        castEach(read.side, tree, rays[r], [&](uint32_t p, float t) -> float {
-          if (!filters || filter.accepts((*filters)[p].filter)) list.push_back({p, t});
-          return kInfinity;
-        });
-        std::sort(list.begin() + ptrdiff_t(first), list.end(), hitBefore);
-        offsets[r + 1] = list.size() - first;
+        const size_t before = list.size();
+        appendEveryHit(read.side, tree, rays[r], filter, filters, list);
+        offsets[r + 1] = list.size() - before;
       }
     }
   };
@@ -339,9 +344,8 @@ void BroadPhase::castRaysAll(std::span<const Ray> rays, std::vector<RayHit>& hit
   else
     cast(0, uint32_t(chunks));
   for (size_t r = 0; r < rays.size(); ++r) offsets[r + 1] += offsets[r];
-  hits.resize(offsets.back());
-  for (size_t c = 0; c < chunks; ++c)
-    std::copy(found[c].begin(), found[c].end(), hits.begin() + ptrdiff_t(offsets[c * kChunk]));
+  hits.reserve(offsets.back());
+  for (const std::vector<RayHit>& list : found) hits.insert(hits.end(), list.begin(), list.end());
 }
 
 void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
