@@ -50,13 +50,13 @@ void releaseIfOversized(std::vector<ProxyPair>& list, size_t slack = kKeptEventC
   if (list.capacity() > 8 * list.size() + slack) std::vector<ProxyPair>().swap(list);
 }
 
-// mergePairsAndEvents(): how many pairs ahead it fetches the user data, and
-// up to how many bytes of this frame's pair list it does so within runs of
-// standing pairs too (one thread, prefetching within runs: uniform 10^6's
-// 12 MB list merged in 0.7-0.8x the time, sizes 10^6's 36 MB and clustered
-// 10^5's 53 MB in 1.1-1.3x).
+// mergePairsAndEvents(): up to how many bytes of this frame's pair list the
+// begun pairs' user data is looked up in a pass after the merge (the lookups
+// independent of each other, so their misses overlap; the begun pairs' places
+// in the list are still in the cache), and, for longer lists, how many pairs
+// ahead the merge fetches it (see docs/decisions.md).
+constexpr size_t kDeferLookupsBytes = size_t(16) << 20;
 constexpr size_t kUserAhead = 16;
-constexpr size_t kPrefetchRunsBytes = size_t(16) << 20;
 
 inline void prefetchRead(const void* p) {
 #if defined(__GNUC__)
@@ -780,11 +780,11 @@ void BroadPhase::mergePairsAndEvents() {
   const bool anyRenewed = !renewedList_.empty();
   const bool lookUp = userDataChanged_;
   const bool copyRuns = !anyRenewed && !lookUp;
-  // Within runs too, the user data ahead is fetched while the lists fit in
-  // the caches; lists that stream from memory keep the loop waiting on them
-  // instead, and the extra fetches cost more than they hide (see
-  // docs/decisions.md).
-  const bool prefetchRuns = nc * sizeof(ProxyPair) <= kPrefetchRunsBytes;
+  // The begun pairs' user data: looked up after the merge while the list
+  // fits in the caches (each begun entry holds its place in pairs_ until
+  // then); for a list that streams from memory, and while every pair looks
+  // its user data up, inline, fetched kUserAhead pairs ahead.
+  const bool deferLookups = !lookUp && nc * sizeof(ProxyPair) <= kDeferLookupsBytes;
   // A pair's key from its first 8 bytes (a, then b: both Pair and ProxyPair
   // start so), in one load; ~0 past the end of a list (no pair has a == b).
   auto keyAt = [](const void* pair) {
@@ -831,9 +831,6 @@ void BroadPhase::mergePairsAndEvents() {
           // long: a pair begins or ends every few pairs there.)
           if (copyRuns) {
             while (j + kRun <= jEnd && i + kRun <= iEnd) {
-              // (b only: the pairs come sorted by a, so neighbours share a.)
-              if (prefetchRuns && j + kUserAhead + kRun <= jEnd)
-                for (size_t k = 0; k < kRun; ++k) prefetchRead(&user[now[j + kUserAhead + k].b]);
               const size_t same = sameCount(&now[j], &prev[i]);
               std::memcpy(static_cast<void*>(&out[j]), &prev[i], kRun * sizeof(ProxyPair));
               j += same;
@@ -846,7 +843,7 @@ void BroadPhase::mergePairsAndEvents() {
           // The user data of a pair some steps ahead, in case it begins:
           // read behind the merge's branches, each lookup would wait for
           // the last.
-          if (j + kUserAhead < jEnd) {
+          if (!deferLookups && j + kUserAhead < jEnd) {
             const Pair ahead = now[j + kUserAhead];
             prefetchRead(&user[ahead.a]);
             prefetchRead(&user[ahead.b]);
@@ -866,6 +863,11 @@ void BroadPhase::mergePairsAndEvents() {
             ended.push_back(prev[i]);  // a renewed proxy: the old pair ends, a new one begins
             last = prevKey(++i);
           }
+          if (deferLookups) {  // its user data after the merge; its place until then
+            begun.emplace_back();
+            writePair(&begun.back(), p, j, 0);
+            continue;
+          }
           // The pair written to both lists from registers: copying out[j]
           // back read 16 bytes across the two stores just made to it, which
           // the store buffer cannot forward (clustered 10^5, one thread:
@@ -876,6 +878,16 @@ void BroadPhase::mergePairsAndEvents() {
           writePair(&begun.back(), p, ua, ub);
         }
         for (; i < iEnd; ++i) ended.push_back(prev[i]);
+        if (deferLookups) {
+          // No lookup waits on another here: the misses overlap.
+          for (ProxyPair& e : begun) {
+            const size_t at = size_t(e.userDataA);
+            const uint64_t ua = user[e.a], ub = user[e.b];
+            e.userDataA = ua;
+            e.userDataB = ub;
+            writePair(&out[at], Pair{e.a, e.b}, ua, ub);
+          }
+        }
       });
 }
 
