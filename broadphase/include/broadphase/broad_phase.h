@@ -558,6 +558,9 @@ class BroadPhase {
   void mergePairsAndEvents();
   template <class KeyOf, class Merge>
   void mergeInRanges(size_t pairCount, KeyOf&& keyOf, Merge&& merge);
+  // previous_ grown to this frame's length and its pages touched (see the
+  // definition), for the next update() to write to.
+  void readySpareList();
   // The double path (broad_phase_double.cpp).
   DoubleWorld& doubleWorld();
   bool isDoubleProxy(uint32_t index) const;

@@ -1,6 +1,8 @@
 // The radix merges of pair_merge.h.
 #include "pairs/pair_merge.h"
 
+#include "common/grow.h"
+
 #include <algorithm>
 
 namespace bp {
@@ -110,7 +112,7 @@ void mergePairsFrom(std::span<Pair> buffer, std::vector<Pair>& out, std::vector<
     mergePairs(std::span(&piece, 1), out, scratch, capacity);
     return;
   }
-  out.resize(n);
+  resizeWithHeadroom(out, n);
   radixSort(std::span(&piece, 1), n, out.data(), buffer.data(), idBits, plan);
 }
 
@@ -122,7 +124,7 @@ void mergePairs(std::span<const std::span<const Pair>> buffers, std::vector<Pair
                 std::vector<Pair>& scratch, uint32_t capacity) {
   size_t n = 0;
   for (const std::span<const Pair>& b : buffers) n += b.size();
-  out.resize(n);
+  resizeWithHeadroom(out, n);
   if (n < 1024) {
     size_t at = 0;
     for (const std::span<const Pair>& b : buffers) {
@@ -132,7 +134,7 @@ void mergePairs(std::span<const std::span<const Pair>> buffers, std::vector<Pair
     std::sort(out.begin(), out.end());
     return;
   }
-  scratch.resize(n);
+  resizeWithHeadroom(scratch, n);
   sortPairsInto(buffers, n, out.data(), scratch.data(), capacity);
 }
 
@@ -162,8 +164,8 @@ void mergePairsParallel(Scheduler& scheduler, std::span<const std::span<const Pa
     for (size_t at = 0; at < b.size(); at += pieceSize)
       pieces.push_back(b.subspan(at, std::min(pieceSize, b.size() - at)));
   const uint32_t workers = uint32_t(pieces.size());
-  out.resize(n);
-  scratch.resize(n);
+  resizeWithHeadroom(out, n);
+  resizeWithHeadroom(scratch, n);
   const uint32_t idBits = idBitsFor(capacity);
   const uint32_t binShift = idBits > 8 ? idBits - 8 : 0;
   const RadixPlan plan = planRadix(2 * idBits);

@@ -1,6 +1,7 @@
 // PairRouter (pair_router.h).
 #include "pairs/pair_router.h"
 
+#include "common/grow.h"
 #include "pairs/pair_merge.h"
 #include "pairs/pair_route_wide.h"
 #include "sweep/sweep_kernel_wide.h"
@@ -124,8 +125,8 @@ void PairRouter::merge(Scheduler& scheduler, std::vector<Pair>& out, std::vector
     for (int w = 0; w < workers; ++w) partStart_[q + 1] += workers_[w][q].size();
   for (uint32_t q = 0; q < parts_; ++q) partStart_[q + 1] += partStart_[q];
   const size_t n = partStart_[parts_];
-  out.resize(n);
-  scratch.resize(n);
+  resizeWithHeadroom(out, n);
+  resizeWithHeadroom(scratch, n);
   if (n < kParallelMergeFrom) {
     // Few pairs: one sort of them all (tasks would cost more than they save).
     thread_local std::vector<std::span<const Pair>> pieces;

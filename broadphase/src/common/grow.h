@@ -1,0 +1,23 @@
+// Resizing of the lists a frame refills (the pair lists and their scratch).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace bp {
+
+// v.resize(n), for a list refilled every frame. When it must grow it takes
+// an eighth more than n (twice its old capacity if that is more), so that a
+// count that creeps up from frame to frame (a pair list at the first frames
+// of a scene) does not move to a fresh block again a few frames later: each
+// move copies the list and first-touches new pages, which on the project's
+// VMs cost about 11 us a page (36 MB, a `sizes` 10^6 pair list, took
+// 8 850 page faults, about 100 ms).
+template <class T>
+void resizeWithHeadroom(std::vector<T>& v, size_t n) {
+  if (n > v.capacity()) v.reserve(std::max(n + n / 8, 2 * v.capacity()));
+  v.resize(n);
+}
+
+}  // namespace bp
