@@ -1,5 +1,7 @@
 #include "memory.h"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -28,5 +30,11 @@ double statusMib(const char* key) {
 
 double currentRssMib() { return statusMib("VmRSS"); }
 double peakRssMib() { return statusMib("VmHWM"); }
+
+uint64_t minorFaults() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return uint64_t(u.ru_minflt);
+}
 
 }  // namespace bpbench

@@ -13,6 +13,7 @@
 #include <broadphase/testkit/brute_force.h>
 #include <broadphase/testkit/brute_force_double.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -87,6 +88,7 @@ void measure(const PairsSpec& spec, Bytes& out) {
     }
     backend->stageMoves(moving, spec.serialStep ? callerOnly : scheduler);
 
+    const uint64_t faultsBefore = minorFaults();
     const auto start = Clock::now();
     if (offset)
       backend->moveDouble(moving, movedDouble, scheduler);
@@ -94,6 +96,11 @@ void measure(const PairsSpec& spec, Bytes& out) {
       backend->move(moving, moved, scheduler);
     backend->findPairs(scheduler, pairs);
     const double ms = msSince(start);
+    const uint64_t faults = minorFaults() - faultsBefore;
+    if (f > 1 || spec.frames == 1) {
+      r.faultsMax = std::max(r.faultsMax, faults);
+      r.faultsMean += double(faults);
+    }
     backend->exportPairs(scheduler, pairs);
 
     r.frameMs.push_back(ms);
@@ -123,6 +130,7 @@ void measure(const PairsSpec& spec, Bytes& out) {
   double sum = 0;
   for (double v : timed) sum += v;
   r.meanMs = sum / double(timed.size());
+  r.faultsMean /= double(timed.size());
   r.pairs = r.frameCounts.back();
   r.hash = r.frameHashes.back();
   r.structMib = double(backend->memoryBytes()) / (1024.0 * 1024.0);
@@ -134,6 +142,8 @@ void measure(const PairsSpec& spec, Bytes& out) {
     out.put(v);
   out.put(r.pairs);
   out.put(r.hash);
+  out.put(r.faultsMax);
+  out.put(r.faultsMean);
   out.putVector(r.frameMs);
   out.putVector(r.frameCounts);
   out.putVector(r.frameHashes);
@@ -152,6 +162,8 @@ PairsResult runPairs(const PairsSpec& spec) {
     *v = b.get<double>();
   r.pairs = b.get<uint64_t>();
   r.hash = b.get<uint64_t>();
+  r.faultsMax = b.get<uint64_t>();
+  r.faultsMean = b.get<double>();
   r.frameMs = b.getVector<double>();
   r.frameCounts = b.getVector<uint64_t>();
   r.frameHashes = b.getVector<uint64_t>();
@@ -240,6 +252,8 @@ int commandPairs(const Options& o) {
             .add("median_ms", res.medianMs, 3)
             .add("p99_ms", res.p99Ms, 3)
             .add("mean_ms", res.meanMs, 3)
+            .add("faults_max", res.faultsMax)
+            .add("faults_mean", res.faultsMean, 1)
             .add("pairs", res.pairs)
             .add("pairs_fnv1a", hex16(res.hash))
             .add("peak_mib", res.peakMib, 1)

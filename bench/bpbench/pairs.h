@@ -40,6 +40,10 @@ struct PairsResult {
   uint64_t pairs = 0, hash = 0;
   double baseMib = 0, peakMib = 0, structMib = 0;
   std::vector<double> frameMs;  // frames 1..F
+  // Minor page faults in the timed part of frames 2..F: the most in one
+  // frame, and the mean.
+  uint64_t faultsMax = 0;
+  double faultsMean = 0;
   std::vector<uint64_t> frameCounts, frameHashes;
   uint32_t bruteChecked = 0;  // frames compared with the oracle
   std::string checkError;     // empty: every compared frame matched

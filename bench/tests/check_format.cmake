@@ -63,8 +63,8 @@ endfunction()
 
 run_bpbench(pairs pairs --scene uniform --n 1000,2000 --frames 3 --backend ${BACKENDS})
 math(EXPR rows "2 * ${nbackends}")
-check("${pairs}" ${rows} backend scene n seed threads median_ms p99_ms pairs pairs_fnv1a
-      peak_mib ratio)
+check("${pairs}" ${rows} backend scene n seed threads median_ms p99_ms faults_max faults_mean
+      pairs pairs_fnv1a peak_mib ratio)
 
 run_bpbench(rays rays --n 1000 --rays 2000 --backend ${RAY_BACKENDS})
 check("${rays}" ${nray} backend n rays threads query mrays_per_s casts first_mrays_per_s hits)
