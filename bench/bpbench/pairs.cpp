@@ -76,7 +76,8 @@ void measure(const PairsSpec& spec, Bytes& out) {
   const auto t0 = Clock::now();
   progress.during("building", [&] { backend->build(scene, scheduler); });
   r.buildMs = msSince(t0);
-  Scheduler callerOnly(1);  // --serial-step's staging
+  Scheduler callerOnly(1);            // --serial-step's staging
+  std::vector<uint64_t> frameFaults;  // frames 1..F, as r.frameMs
   for (uint32_t f = 1; f <= spec.frames; ++f) {
     stepScene(scene, scheduler, spec.serialStep);
     if (spec.wakeWorkers) backend->wakeWorkers(scheduler);
@@ -96,11 +97,7 @@ void measure(const PairsSpec& spec, Bytes& out) {
       backend->move(moving, moved, scheduler);
     backend->findPairs(scheduler, pairs);
     const double ms = msSince(start);
-    const uint64_t faults = minorFaults() - faultsBefore;
-    if (f > 1 || spec.frames == 1) {
-      r.faultsMax = std::max(r.faultsMax, faults);
-      r.faultsMean += double(faults);
-    }
+    frameFaults.push_back(minorFaults() - faultsBefore);
     backend->exportPairs(scheduler, pairs);
 
     r.frameMs.push_back(ms);
@@ -123,13 +120,18 @@ void measure(const PairsSpec& spec, Bytes& out) {
   }
   progress.finish();
 
-  std::vector<double> timed(r.frameMs.begin() + (r.frameMs.size() > 1 ? 1 : 0), r.frameMs.end());
+  const size_t untimed = r.frameMs.size() > 1 ? 1 : 0;  // frame 1, when there are more
+  std::vector<double> timed(r.frameMs.begin() + ptrdiff_t(untimed), r.frameMs.end());
   r.medianMs = median(timed);
   r.p99Ms = percentile(timed, 99);
   r.maxMs = percentile(timed, 100);
   double sum = 0;
   for (double v : timed) sum += v;
   r.meanMs = sum / double(timed.size());
+  for (size_t f = untimed; f < frameFaults.size(); ++f) {
+    r.faultsMax = std::max(r.faultsMax, frameFaults[f]);
+    r.faultsMean += double(frameFaults[f]);
+  }
   r.faultsMean /= double(timed.size());
   r.pairs = r.frameCounts.back();
   r.hash = r.frameHashes.back();
