@@ -960,6 +960,35 @@ TEST(BroadPhase, MaxPairsIsEnforcedWithoutLosingTheLastFrame) {
   EXPECT_EQ(bp.validate(), "");
 }
 
+// lastStructurePairs() counts what the structure handed the filters, in
+// either update() form. Under maxPairs the structure applies the filters as
+// it counts, and a frame over maxPairs hands nothing on.
+TEST(BroadPhase, LastStructurePairsCountsTheCandidatesBeforeTheFilters) {
+  const Aabb unit{Vec3(0, 0, 0), Vec3(1, 1, 1)};
+  const Filter alone{.category = 1, .mask = 0};
+  for (Structure structure : kStructures) {
+    BroadPhase bp({.structure = structure, .threads = 2});
+    bp.add({.box = unit, .filter = alone});
+    for (int i = 0; i < 3; ++i) bp.add({.box = unit});
+    EXPECT_EQ(bp.lastStructurePairs(), 0u) << name(structure);
+    EXPECT_EQ(bp.update().pairs.size(), 3u) << name(structure);  // none with the loner
+    EXPECT_EQ(bp.lastStructurePairs(), 6u) << name(structure);
+    size_t streamed = 0;
+    bp.update([&](std::span<const ProxyPair> chunk) { streamed += chunk.size(); });
+    EXPECT_EQ(streamed, 3u) << name(structure);
+    EXPECT_EQ(bp.lastStructurePairs(), 6u) << name(structure);
+
+    BroadPhase bounded({.structure = structure, .threads = 2, .maxPairs = 10});
+    bounded.add({.box = unit, .filter = alone});
+    for (int i = 0; i < 3; ++i) bounded.add({.box = unit});
+    EXPECT_EQ(bounded.update().pairs.size(), 3u) << name(structure);
+    EXPECT_EQ(bounded.lastStructurePairs(), 3u) << name(structure);
+    for (int i = 0; i < 3; ++i) bounded.add({.box = unit});  // 15 pairs > 10
+    test::expectError(ErrorCode::capacityExceeded, [&] { bounded.update(); });
+    EXPECT_EQ(bounded.lastStructurePairs(), 0u) << name(structure);
+  }
+}
+
 TEST(BroadPhase, ShiftOriginKeepsPairsAndMovesBoxes) {
   for (Structure structure : kStructures) {
     BroadPhase bp({.structure = structure, .threads = 2});

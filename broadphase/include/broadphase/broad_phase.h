@@ -484,10 +484,12 @@ class BroadPhase {
   // --- Introspection. ---
   std::string validate() const;  ///< empty when every invariant holds
   size_t memoryBytes() const;    ///< heap bytes owned, structures included
-  /// The pairs the structure found in the last update(), before the
-  /// category/mask filters and motion rules: the candidates those filters
-  /// examined (pairs of layers that never collide are never among them).
-  /// 0 after the streaming update.
+  /// The pairs the structure found in the last update() (either form),
+  /// before the category/mask filters and motion rules: the candidates those
+  /// filters examined (pairs of layers that never collide are never among
+  /// them). With maxPairs set, the structure applies those filters as it
+  /// counts, so this is the pairs after them; 0 after an update() over
+  /// maxPairs, which keeps none.
   uint64_t lastStructurePairs() const;
   Structure structure() const { return config_.structure; }      ///< as configured
   Scheduler& scheduler() { return *scheduler_; }                 ///< the arena its tasks run in
