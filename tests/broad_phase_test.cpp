@@ -860,31 +860,46 @@ TEST(BroadPhase, BadInputIsRejectedAndChangesNothing) {
   test::expectError(ErrorCode::invalidArgument, [] { BroadPhase bp({.margin = -1.0f}); });
 }
 
-// A frame of many events (the first update of a pile, where every pair
-// begins; the frame where the pile scatters, where every pair ends) grows the
-// event lists; two frames of few events later that memory is released
-// (memoryBytes() counts it), and every frame's events stay exact.
+// A frame of many events (a pile forming, where every pair begins; the frame
+// where it scatters, where every pair ends) grows the event lists; two frames
+// of few events later that memory is released (memoryBytes() counts it), and
+// every frame's events stay exact. A frame after one without pairs (the
+// first update) hands out the pair list itself as its begun list.
 TEST(BroadPhase, EventListsOfAManyEventFrameAreReleased) {
   constexpr uint32_t kCount = 800;
   constexpr size_t kPairs = size_t(kCount) * (kCount - 1) / 2;  // 319 600
   constexpr size_t kListBytes = kPairs * sizeof(ProxyPair);
+  auto apart = [](uint32_t i) {
+    return Aabb{Vec3(2.0f * float(i), 0, 0), Vec3(2.0f * float(i) + 1, 1, 1)};
+  };
+  const Aabb unit{Vec3(0, 0, 0), Vec3(1, 1, 1)};
   for (int threads : {1, 2}) {
     BroadPhase bp({.threads = threads});
     std::vector<ProxyId> ids;
-    for (uint32_t i = 0; i < kCount; ++i)
-      ids.push_back(bp.add({.box = Aabb{Vec3(0, 0, 0), Vec3(1, 1, 1)}}));
-    EXPECT_EQ(bp.update().begun.size(), kPairs);
+    for (uint32_t i = 0; i < kCount; ++i) ids.push_back(bp.add({.box = apart(i)}));
+    const Aabb far{Vec3(0, 100, 0), Vec3(1, 101, 1)};  // a pair that stands throughout
+    bp.add({.box = far});
+    bp.add({.box = far});
+    const FramePairs& first = bp.update();
+    EXPECT_EQ(first.begun.size(), 1u);
+    EXPECT_EQ(first.begun.data(), first.pairs.data());  // no copy
+    const size_t withoutEvents = bp.memoryBytes();
+
+    for (uint32_t i = 0; i < kCount; ++i) bp.move(ids[i], unit);
+    const FramePairs& piled = bp.update();
+    EXPECT_EQ(piled.begun.size(), kPairs);
+    EXPECT_NE(piled.begun.data(), piled.pairs.data());
+    EXPECT_GT(bp.memoryBytes(), withoutEvents + kListBytes);
     EXPECT_TRUE(bp.update().begun.empty());
     const size_t begunGrown = bp.memoryBytes();  // both pair lists full size by now
     const FramePairs& still = bp.update();
     EXPECT_TRUE(still.begun.empty() && still.ended.empty());
-    EXPECT_EQ(still.pairs.size(), kPairs);
+    EXPECT_EQ(still.pairs.size(), kPairs + 1);
     EXPECT_GT(begunGrown, bp.memoryBytes() + kListBytes * 9 / 10) << threads << " threads";
 
-    for (uint32_t i = 0; i < kCount; ++i)
-      bp.move(ids[i], Aabb{Vec3(2.0f * float(i), 0, 0), Vec3(2.0f * float(i) + 1, 1, 1)});
+    for (uint32_t i = 0; i < kCount; ++i) bp.move(ids[i], apart(i));
     const FramePairs& scattered = bp.update();
-    EXPECT_TRUE(scattered.pairs.empty() && scattered.begun.empty());
+    EXPECT_TRUE(scattered.pairs.size() == 1 && scattered.begun.empty());
     EXPECT_EQ(scattered.ended.size(), kPairs);
     const size_t endedGrown = bp.memoryBytes();
     bp.update();

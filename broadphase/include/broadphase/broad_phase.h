@@ -181,6 +181,8 @@ static_assert(sizeof(ProxyPair) == 24);
 
 /// The output of one update(). Views into the BroadPhase, valid until the next
 /// update(); all three sorted by (a, b) and identical for any thread count.
+/// After a frame without pairs (the first update), begun views the same
+/// list as pairs.
 struct FramePairs {
   std::span<const ProxyPair> pairs;  ///< every overlapping pair now
   std::span<const ProxyPair> begun;  ///< pairs that overlap now and did not at the last update
@@ -560,6 +562,10 @@ class BroadPhase {
   void mergePairsAndEvents();
   template <class KeyOf, class Merge>
   void mergeInRanges(size_t pairCount, KeyOf&& keyOf, Merge&& merge);
+  // Before a frame's events: begun_ and ended_ emptied (and released when
+  // oversized); after: the renewed marks and userDataChanged_ cleared.
+  void clearEvents();
+  void finishEvents();
   // previous_ grown to this frame's length and its pages touched (see the
   // definition), for the next update() to write to.
   void readySpareList();

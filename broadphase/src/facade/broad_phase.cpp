@@ -43,12 +43,18 @@ constexpr uint32_t kPairGrain = 16384;
 // every pair begins) is released once frames are back to few: on
 // `clustered` 10^6 the first frame's begun list alone kept 0.68 GB. The test
 // is against the last frame's count, so a steady state never meets it and
-// does not allocate (as the sweep's relink scratch).
+// does not allocate (as the sweep's relink scratch). The list released
+// makes way for one of twice the last frame's count, reserved and not yet
+// written: the frame fills it without growing it step by step (each step a
+// copy into fresh memory).
 // `slack`: the capacity always kept (kKeptEventCapacity over the lists that
 // share it).
 constexpr size_t kKeptEventCapacity = 65536;
 void releaseIfOversized(std::vector<ProxyPair>& list, size_t slack = kKeptEventCapacity) {
-  if (list.capacity() > 8 * list.size() + slack) std::vector<ProxyPair>().swap(list);
+  if (list.capacity() <= 8 * list.size() + slack) return;
+  std::vector<ProxyPair> smaller;
+  smaller.reserve(2 * list.size());
+  list.swap(smaller);
 }
 
 // mergePairsAndEvents(): up to how many bytes of this frame's pair list the
@@ -901,15 +907,7 @@ void BroadPhase::mergePairsAndEvents() {
 // order: the same lists for any thread count. Clears the renewed marks.
 template <class KeyOf, class Merge>
 void BroadPhase::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
-  // Sizes are still the last frame's here.
-  releaseIfOversized(begun_);
-  releaseIfOversized(ended_);
-  for (EventChunk& e : eventChunks_) {
-    releaseIfOversized(e.begun, kKeptEventCapacity / eventChunks_.size());
-    releaseIfOversized(e.ended, kKeptEventCapacity / eventChunks_.size());
-  }
-  begun_.clear();
-  ended_.clear();
+  clearEvents();
   const size_t np = previous_.size();
   // A multiple of the thread count, so that the threads end together (three
   // chunks for uniform 10^5's 49 k pairs left one of two threads idle for a
@@ -950,6 +948,22 @@ void BroadPhase::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
       ended_.insert(ended_.end(), e.ended.begin(), e.ended.end());
     }
   }
+  finishEvents();
+}
+
+void BroadPhase::clearEvents() {
+  // Sizes are still the last frame's here.
+  releaseIfOversized(begun_);
+  releaseIfOversized(ended_);
+  for (EventChunk& e : eventChunks_) {
+    releaseIfOversized(e.begun, kKeptEventCapacity / eventChunks_.size());
+    releaseIfOversized(e.ended, kKeptEventCapacity / eventChunks_.size());
+  }
+  begun_.clear();
+  ended_.clear();
+}
+
+void BroadPhase::finishEvents() {
   for (uint32_t r : renewedList_) renewed_[r] = 0;
   renewedList_.clear();
   userDataChanged_ = false;  // the pairs now carry the current user data
@@ -978,14 +992,22 @@ const FramePairs& BroadPhase::update() {
     reportError(ErrorCode::capacityExceeded, overMaxPairs(config_.maxPairs));
     return frame_;
   }
-  if (structure_->remapped == 0 && special_ == 0) {
+  // The last frame had no pair (the first update, usually): every pair
+  // begins and none ends, and the begun list is the pair list itself, not a
+  // copy (on `clustered` 10^6 a copy was 0.7 GB, see docs/decisions.md).
+  const bool allBegin = previous_.empty();
+  if (allBegin) {
+    clearEvents();
+    collectPairs(pairs_);
+    finishEvents();
+  } else if (structure_->remapped == 0 && special_ == 0) {
     mergePairsAndEvents();
   } else {
     collectPairs(pairs_);
     computeEvents();
   }
   readySpareList();
-  frame_ = {pairs_, begun_, ended_};
+  frame_ = {pairs_, allBegin ? pairs_ : begun_, ended_};
   if (view_) view_->publish(*this);
   return frame_;
 }

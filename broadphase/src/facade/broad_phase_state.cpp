@@ -144,9 +144,10 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
   }
   // Every begun pair is a pair of its frame (both lists sorted by key).
   std::vector<uint64_t> begun;
-  begun.reserve(b.begun_.size());
-  for (size_t j = 0, k = 0; j < b.begun_.size(); ++j) {
-    while (k + 1 < b.pairs_.size() && b.pairs_[k].key() != b.begun_[j].key()) ++k;
+  const std::span<const ProxyPair> begunNow = b.frame_.begun;  // may be the pair list itself
+  begun.reserve(begunNow.size());
+  for (size_t j = 0, k = 0; j < begunNow.size(); ++j) {
+    while (k + 1 < b.pairs_.size() && b.pairs_[k].key() != begunNow[j].key()) ++k;
     begun.push_back(k);
   }
   h.pairCount = b.pairs_.size();
