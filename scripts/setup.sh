@@ -8,6 +8,7 @@ packages=(
   libtbb-dev libeigen3-dev libgtest-dev libbenchmark-dev  # required
   libbullet-dev libembree-dev                             # peers for bpbench
   clang libclang-rt-dev                                   # libFuzzer target
+  ccache                                                  # compiler cache (scripts/test.sh, .ci/run)
   doxygen                                                 # API reference (target docs)
   graphviz                                                # docs/architecture.svg (scripts/diagrams.sh)
   libopenmpi-dev openmpi-bin                              # broadphase::mpi, its tests and bench

@@ -15,6 +15,7 @@
 #include <broadphase/mpi/distributed_broad_phase.h>
 
 #include "exchange.h"
+#include "fail.h"
 #include "scratch.h"
 
 #include <algorithm>
@@ -27,6 +28,7 @@ namespace bp::mpi {
 using detail::ByteReader;
 using detail::ByteWriter;
 using detail::Exchange;
+using detail::fail;
 using detail::now;
 using detail::Traffic;
 
@@ -45,8 +47,6 @@ enum GhostRecord : uint8_t {
 
 // Exchange flag: a rank's BroadPhase failed its update.
 constexpr uint64_t kFlagLocalFailed = 1;
-
-[[noreturn]] void fail(ErrorCode code, const std::string& message) { throw Error(code, message); }
 
 std::string idText(uint64_t id) { return "global id " + std::to_string(id); }
 

@@ -7,6 +7,7 @@
 #include <broadphase/mpi/distributed_broad_phase.h>
 
 #include "exchange.h"
+#include "fail.h"
 #include "scratch.h"
 
 #include <algorithm>
@@ -18,15 +19,12 @@ namespace bp::mpi {
 
 using detail::ByteReader;
 using detail::ByteWriter;
+using detail::fail;
 using detail::Traffic;
 
 namespace {
 
 enum : int { kTagQuery = 21 };
-
-constexpr float kInfinity = std::numeric_limits<float>::infinity();
-
-[[noreturn]] void fail(ErrorCode code, const std::string& message) { throw Error(code, message); }
 
 // The flag a rank with bad queries raises in the all-gather: one bit per
 // rank (ranks past 61 share bit 61), so that every rank can name the lowest
@@ -282,6 +280,7 @@ void DistributedBroadPhase::nearest(std::span<const NearestInput> queries,
         // valid coordinates.
         const float reach = std::sqrt(limit) * 1.001f;
         Aabb cube{point - Vec3(reach, reach, reach), point + Vec3(reach, reach, reach)};
+        constexpr float kInfinity = std::numeric_limits<float>::infinity();
         for (int a = 0; a < 3; ++a) {
           cube.min[a] = std::max(
               std::nextafter(std::nextafter(cube.min[a], -kInfinity), -kInfinity), -kMaxCoordinate);

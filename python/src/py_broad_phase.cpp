@@ -17,8 +17,6 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-[[noreturn]] void reject(ErrorCode code, const std::string& message) { throw Error(code, message); }
-
 std::string handleText(ProxyId id) {
   char text[64];
   std::snprintf(text, sizeof text, "handle 0x%016llx", (unsigned long long)handleBits(id));

@@ -14,6 +14,7 @@
 #include "array_views.h"
 
 #include <broadphase/broad_phase.h>
+#include <broadphase/error.h>
 #include <broadphase/layers.h>
 #include <broadphase/math/aabb.h>
 
@@ -27,6 +28,12 @@
 #include <vector>
 
 namespace bp::python {
+
+/// Rejects a call with the library's own error (raised as broadphase.Error
+/// with its code) before anything changed.
+[[noreturn]] inline void reject(ErrorCode code, const std::string& message) {
+  throw Error(code, message);
+}
 
 /// A query filter: a proxy is reported when it and the filter accept each
 /// other (bp::Filter). The default accepts every proxy of the default filter.

@@ -15,8 +15,6 @@ namespace bp::python {
 
 namespace {
 
-[[noreturn]] void reject(ErrorCode code, const std::string& message) { throw Error(code, message); }
-
 constexpr py::ssize_t kRows = py::ssize_t(kMaxLayers);
 
 }  // namespace

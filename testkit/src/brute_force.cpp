@@ -1,5 +1,7 @@
 #include <broadphase/testkit/brute_force.h>
 
+#include "is_live.h"
+
 #include <algorithm>
 
 namespace bp::brute {
@@ -27,7 +29,7 @@ namespace bp::brute {
 #endif
 
 namespace {
-bool isLive(std::span<const uint8_t> live, uint32_t i) { return live.empty() || live[i]; }
+using detail::isLive;
 
 // A box as six plain floats (min x, y, z, max x, y, z), so that the loop
 // below calls nothing: a function it called would be instrumented.

@@ -1,12 +1,12 @@
 #include <broadphase/testkit/brute_force_double.h>
 
+#include "is_live.h"
+
 #include <algorithm>
 
 namespace bp::brute {
 
-namespace {
-bool isLive(std::span<const uint8_t> live, size_t i) { return live.empty() || live[i] != 0; }
-}  // namespace
+using detail::isLive;
 
 std::vector<Pair> findPairs(std::span<const DAabb> boxes, std::span<const uint8_t> isStatic,
                             std::span<const uint8_t> live) {
@@ -41,8 +41,7 @@ std::vector<DRayHit> castRayAll(std::span<const DAabb> boxes, const DRay& ray,
     double t;
     if (isLive(live, i) && intersectRayAabb(ray, boxes[i], t)) out.push_back({i, t});
   }
-  std::sort(out.begin(), out.end(),
-            doubleHitBefore);
+  std::sort(out.begin(), out.end(), doubleHitBefore);
   return out;
 }
 
@@ -67,8 +66,7 @@ std::vector<DNeighbour> nearest(std::span<const DAabb> boxes, const DVec3& point
   std::vector<DNeighbour> all;
   for (uint32_t i = 0; i < boxes.size(); ++i)
     if (isLive(live, i)) all.push_back({i, distanceSquared(boxes[i], point)});
-  std::sort(all.begin(), all.end(),
-            doubleNeighbourBefore);
+  std::sort(all.begin(), all.end(), doubleNeighbourBefore);
   if (all.size() > k) all.resize(k);
   return all;
 }
