@@ -962,6 +962,56 @@ TEST(BroadPhase, BadEntryLateInAFirstBatchChangesNothing) {
       }
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr uint32_t kLargeWorld = 100000;  // the sanitizers' builds: the same checks, smaller
+#else
+constexpr uint32_t kLargeWorld = 1000000;
+#endif
+
+// A batch remove of (almost) the whole world: a repeated handle anywhere in
+// it is found and named and nothing is removed; a good batch then removes
+// every proxy but three, and the next frame holds exactly their pairs. The
+// batch is checked in O(k log k): a check that compared each handle with
+// every earlier one took minutes at 10^6.
+TEST(BroadPhase, BatchRemoveOfAlmostEveryProxy) {
+  for (Structure structure : kStructures) {
+    SCOPED_TRACE(name(structure));
+    BroadPhase bp({.structure = structure, .threads = 2});
+    std::vector<ProxyId> ids;
+    const uint32_t side = 1000;  // unit boxes 2 apart on a 1000 x n/1000 grid: no pairs
+    for (uint32_t i = 0; i < kLargeWorld; ++i) {
+      const Vec3 at(2.0f * float(i % side), 2.0f * float(i / side), 0);
+      ids.push_back(bp.add({.box = {at, at + Vec3(1, 1, 1)}, .userData = i}));
+    }
+    const Aabb shared{Vec3(-5, -5, -5), Vec3(-4, -4, -4)};
+    std::vector<ProxyId> kept;
+    for (uint64_t k = 0; k < 3; ++k) kept.push_back(bp.add({.box = shared, .userData = 100 + k}));
+    EXPECT_EQ(bp.update().pairs.size(), 3u);
+
+    for (const size_t repeat : {size_t(1), ids.size() / 2, ids.size() - 1}) {
+      std::vector<ProxyId> bad = ids;
+      bad[repeat] = bad[repeat - 1];  // the same handle twice, one entry apart
+      test::expectError(ErrorCode::staleHandle, [&] { bp.remove(bad); });
+      ASSERT_EQ(bp.proxyCount(), kLargeWorld + 3) << "entry " << repeat;
+    }
+    std::vector<ProxyId> far = ids;
+    far.push_back(ids.front());  // the repeat is the batch's last entry
+    test::expectError(ErrorCode::staleHandle, [&] { bp.remove(far); });
+    ASSERT_EQ(bp.proxyCount(), kLargeWorld + 3);
+    ASSERT_EQ(bp.validate(), "");
+
+    bp.remove(ids);
+    EXPECT_EQ(bp.proxyCount(), 3u);
+    EXPECT_EQ(bp.validate(), "");
+    const FramePairs& f = bp.update();
+    ASSERT_EQ(f.pairs.size(), 3u);
+    for (const ProxyPair& p : f.pairs) EXPECT_TRUE(p.userDataA >= 100 && p.userDataB >= 100);
+    EXPECT_TRUE(f.begun.empty());
+    EXPECT_TRUE(f.ended.empty());
+    for (ProxyId id : kept) EXPECT_EQ(bp.desc(id).box.min, shared.min);
+  }
+}
+
 TEST(BroadPhase, MaxPairsIsEnforcedWithoutLosingTheLastFrame) {
   BroadPhase bp({.structure = Structure::automatic, .threads = 2, .maxPairs = 10});
   const Aabb unit{Vec3(0, 0, 0), Vec3(1, 1, 1)};

@@ -179,8 +179,8 @@ void PyBroadPhase::remove(py::handle ids) {
   const HandleArray handles = handleArray(ids, "remove: ids");
   py::gil_scoped_release release;
   std::unique_lock lock(mutex_);
-  // Checked here in O(N) (the library's batch remove looks for repeats
-  // pairwise), then removed one by one: nothing is removed unless all can be.
+  // Checked here in O(N) with a mark per index, then removed one by one:
+  // nothing is removed unless all can be.
   checkLive(handles.ids, "remove");
   uint32_t top = 0;
   for (ProxyId id : handles.ids) top = std::max(top, id.index + 1);

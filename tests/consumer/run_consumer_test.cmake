@@ -25,11 +25,19 @@ list(FIND installed_headers "broadphase/broad_phase.h" found)
 if(found EQUAL -1)
   message(FATAL_ERROR "broadphase/broad_phase.h is not installed")
 endif()
+# The consumers compile through ccache too when the build does (BP_CCACHE is
+# its path then): their sources and the scratch prefix keep their paths from
+# one run to the next.
+set(launcher "")
+if(BP_CCACHE)
+  set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${BP_CCACHE})
+endif()
 foreach(project IN ITEMS ${BP_CONSUMER_DIR} ${BP_EXAMPLES_DIR})
   get_filename_component(name ${project} NAME)
   set(build ${BP_WORK_DIR}/build-${name})
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${project} -B ${build}
                           -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=${BP_BUILD_TYPE}
+                          ${launcher}
                   RESULT_VARIABLE rc OUTPUT_QUIET)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "configuring ${name} against the installed package failed: ${rc}")

@@ -273,17 +273,33 @@ void BroadPhase::removeChecked(ProxyId id) {
 }
 
 void BroadPhase::remove(std::span<const ProxyId> ids) {
-  for (size_t k = 0; k < ids.size(); ++k) {
+  // Every entry live, and none twice; the error names the first entry in
+  // batch order that is dead or repeats an earlier one. Live handles are
+  // equal exactly when their indices are, so a sort of (index, entry) finds
+  // the repeats in O(k log k): a batch of 10^6 is checked in milliseconds.
+  size_t firstStale = ids.size();
+  for (size_t k = 0; k < ids.size(); ++k)
     if (!pool_.isLive(ids[k])) {
-      checkLive(ids[k], ("remove: entry " + std::to_string(k)).c_str());
-      return;
+      firstStale = k;
+      break;
     }
-    for (size_t j = 0; j < k; ++j)
-      if (ids[j] == ids[k]) {
-        reportError(ErrorCode::staleHandle,
-                    "remove: " + handleText(ids[k]) + " appears twice in the batch");
-        return;
-      }
+  std::vector<std::pair<uint32_t, uint32_t>> order;  // (index, entry) of the live prefix
+  order.reserve(firstStale);
+  for (size_t k = 0; k < firstStale; ++k) order.push_back({ids[k].index, uint32_t(k)});
+  std::sort(order.begin(), order.end());
+  size_t firstRepeat = ids.size();
+  for (size_t r = 1; r < order.size(); ++r)
+    if (order[r].first == order[r - 1].first)
+      firstRepeat = std::min<size_t>(firstRepeat, order[r].second);
+  if (firstRepeat < firstStale) {
+    reportError(ErrorCode::staleHandle, "remove: entry " + std::to_string(firstRepeat) + ": " +
+                                            handleText(ids[firstRepeat]) +
+                                            " appears twice in the batch");
+    return;
+  }
+  if (firstStale < ids.size()) {
+    checkLive(ids[firstStale], ("remove: entry " + std::to_string(firstStale)).c_str());
+    return;
   }
   for (ProxyId id : ids) removeChecked(id);
 }
