@@ -179,20 +179,8 @@ void PyBroadPhase::remove(py::handle ids) {
   const HandleArray handles = handleArray(ids, "remove: ids");
   py::gil_scoped_release release;
   std::unique_lock lock(mutex_);
-  // Checked here in O(N) with a mark per index, then removed one by one:
-  // nothing is removed unless all can be.
   checkLive(handles.ids, "remove");
-  uint32_t top = 0;
-  for (ProxyId id : handles.ids) top = std::max(top, id.index + 1);
-  std::vector<uint8_t> seen(top, 0);
-  for (size_t k = 0; k < handles.ids.size(); ++k) {
-    const ProxyId id = handles.ids[k];
-    if (seen[id.index])
-      reject(ErrorCode::staleHandle, "remove: entry " + std::to_string(k) + ": " + handleText(id) +
-                                         " appears twice in the batch");
-    seen[id.index] = 1;
-  }
-  for (ProxyId id : handles.ids) world_.remove(id);
+  world_.remove(handles.ids);  // rejects a repeat, naming its entry, before removing any
 }
 
 void PyBroadPhase::setFilter(py::handle ids, py::handle category, py::handle mask) {
