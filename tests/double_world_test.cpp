@@ -25,14 +25,26 @@ using test::expectError;
 struct Config {
   Structure structure;
   int threads;
+  // always: every query that can walks the ray tree (nearest's first step
+  // included); never: the structure answers them all.
+  RayTreeMode rayTree = RayTreeMode::automatic;
 };
 
-const Config kSetups[] = {{Structure::bvh, 1}, {Structure::sweep, 1}, {Structure::automatic, 1},
-                          {Structure::bvh, 2}, {Structure::sweep, 2}, {Structure::automatic, 2}};
+const Config kSetups[] = {{Structure::bvh, 1},
+                          {Structure::sweep, 1},
+                          {Structure::automatic, 1},
+                          {Structure::bvh, 2},
+                          {Structure::sweep, 2},
+                          {Structure::automatic, 2},
+                          {Structure::sweep, 1, RayTreeMode::always},
+                          {Structure::bvh, 2, RayTreeMode::always},
+                          {Structure::automatic, 1, RayTreeMode::never}};
 
 std::string name(const Config& s) {
   const char* names[] = {"bvh", "sweep", "automatic"};
-  return std::string(names[int(s.structure)]) + "/" + std::to_string(s.threads) + "t";
+  const char* trees[] = {"", " tree always", " tree never"};
+  return std::string(names[int(s.structure)]) + "/" + std::to_string(s.threads) + "t" +
+         trees[int(s.rayTree)];
 }
 
 std::vector<Pair> pairsOf(std::span<const ProxyPair> pairs) { return test::indicesOf(pairs); }
@@ -106,7 +118,8 @@ void runTranslated(const Config& setup, SceneKind kind, double offset, const Vec
   const uint32_t n = 1200;
   Scene scene = makeScene(kind, n, 3);
   const DVec3 shift{offset, offset, offset};
-  BroadPhase bp({.structure = setup.structure, .threads = setup.threads});
+  BroadPhase bp(
+        {.structure = setup.structure, .threads = setup.threads, .rayTree = setup.rayTree});
   bp.shiftOrigin(origin);
   std::vector<ProxyId> ids(n);
   std::vector<DAabb> boxes(n);
@@ -170,7 +183,8 @@ TEST(DoubleWorld, BoxesTouchingBetweenFloatsAreDecidedInDouble) {
   const double base = 1e9;
   const double frame = 16000000.0;  // relative coordinate of the row: float spacing 1
   for (const Config& setup : kSetups) {
-    BroadPhase bp({.structure = setup.structure, .threads = setup.threads});
+    BroadPhase bp(
+        {.structure = setup.structure, .threads = setup.threads, .rayTree = setup.rayTree});
     bp.shiftOrigin(Vec3(float(base), float(base), float(base)));
     const DVec3 o = bp.origin();
     std::vector<DAabb> boxes;
@@ -228,7 +242,8 @@ TEST(DoubleWorld, BoxesTouchingBetweenFloatsAreDecidedInDouble) {
 // frame, and double queries and mixed pairs see it at its box + origin().
 TEST(DoubleWorld, FloatAndDoubleProxiesMix) {
   for (const Config& setup : kSetups) {
-    BroadPhase bp({.structure = setup.structure, .threads = setup.threads});
+    BroadPhase bp(
+        {.structure = setup.structure, .threads = setup.threads, .rayTree = setup.rayTree});
     bp.shiftOrigin(Vec3(1e9f, 1e9f, 1e9f));
     const DVec3 o = bp.origin();
     const uint32_t n = 600;
@@ -283,7 +298,8 @@ TEST(DoubleWorld, EveryFramesDoubleBoxesAnswerQueries) {
       const DVec3 shift{1e9, -1e9, 1e9};
       BroadPhase bp({.structure = setup.structure,
                      .threads = setup.threads,
-                     .concurrentQueries = concurrent});
+                     .concurrentQueries = concurrent,
+                     .rayTree = setup.rayTree});
       bp.shiftOrigin(Vec3(1e9f, -1e9f, 1e9f));
       std::vector<DAabb> boxes(n);
       std::vector<uint8_t> live(n, 1);
@@ -336,7 +352,8 @@ TEST(DoubleWorld, ShiftingTheOriginKeepsDoubleAnswers) {
     const Scene scene = makeScene(SceneKind::clustered, n, 9);
     const DVec3 shift{-3e11, 2e9, 7.25};
     std::vector<DAabb> boxes(n);
-    BroadPhase bp({.structure = setup.structure, .threads = setup.threads});
+    BroadPhase bp(
+        {.structure = setup.structure, .threads = setup.threads, .rayTree = setup.rayTree});
     bp.shiftOrigin(Vec3(-3e11f, 2e9f, 0.0f));
     for (uint32_t i = 0; i < n; ++i) {
       boxes[i] = brute::translated(scene.boxes[i], shift);

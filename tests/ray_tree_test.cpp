@@ -1,11 +1,13 @@
-// RayTree (raytree/) against brute force, and BroadPhase's rays through it
-// (BroadPhaseConfig::rayTree) over random sequences of adds, removes, moves
-// and origin shifts, with rays cast before and after each update().
+// RayTree (raytree/) against brute force, its rays and its k nearest, and
+// BroadPhase's rays and nearest through it (BroadPhaseConfig::rayTree) over
+// random sequences of adds, removes, moves and origin shifts, with queries
+// made before and after each update().
 #include <broadphase/broad_phase.h>
 #include <broadphase/testkit/brute_force.h>
 #include <broadphase/testkit/scene.h>
 
 #include "raytree/ray_tree.h"
+#include "raytree/ray_tree_nearest.h"
 #include "raytree/ray_tree_walk.h"
 #include "test_support.h"
 
@@ -152,6 +154,64 @@ TEST(RayTree, WalkMatchesBruteForceOnAwkwardBoxes) {
   }
 }
 
+// Points among the awkward boxes: on their integer planes and corners (ties
+// at distance 0 and between the grid's equal boxes), and random.
+std::vector<Vec3> awkwardPoints(std::mt19937& rng, uint32_t count) {
+  std::uniform_real_distribution<float> pos(-6.0f, 46.0f);
+  std::vector<Vec3> points;
+  for (uint32_t i = 0; i < count; ++i) {
+    Vec3 p(pos(rng), pos(rng), pos(rng));
+    if (i % 3 == 0) p = Vec3(std::round(p.x()), std::round(p.y()), std::round(p.z()));
+    points.push_back(p);
+  }
+  return points;
+}
+
+TEST(RayTree, NearestMatchesBruteForceOnAwkwardBoxes) {
+  std::mt19937 rng(6);
+  std::vector<RayTreeNearestEntry> open;
+  std::vector<Neighbour> got;
+  for (uint32_t count : {0u, 1u, 2u, 17u, 400u, 20000u}) {
+    const std::vector<Aabb> boxes = awkwardBoxes(rng, count);
+    RayTree tree;
+    tree.build(nullptr, boxes, iota(count, 7), iota(count));
+    std::vector<uint8_t> accepted(count);
+    for (uint32_t i = 0; i < count; ++i) accepted[i] = i % 3 != 1;
+    for (const Vec3& p : awkwardPoints(rng, 200)) {
+      for (uint32_t k : {1u, 2u, 7u, count + 3}) {
+        nearestInRayTree(tree, p, k, [](uint32_t) { return true; }, got, open);
+        ASSERT_EQ(got, brute::nearest(boxes, p, k)) << count << " k " << k;
+        nearestInRayTree(tree, p, k, [&](uint32_t id) { return accepted[id] != 0; }, got, open);
+        ASSERT_EQ(got, brute::nearest(boxes, p, k, accepted)) << count << " k " << k;
+        // By key: the same leaves (keys are ids + 7, so ties fall the same way).
+        nearestInRayTree<true>(tree, p, k, [](uint32_t) { return true; }, got, open);
+        for (Neighbour& n : got) n.proxy -= 7;
+        ASSERT_EQ(got, brute::nearest(boxes, p, k)) << count << " k " << k << " by key";
+      }
+    }
+  }
+}
+
+TEST(RayTree, NearestSkipsGoneKeysAfterARefit) {
+  std::mt19937 rng(4);
+  const uint32_t n = 3000;
+  const std::vector<Aabb> boxes = awkwardBoxes(rng, n);
+  RayTree tree;
+  tree.build(nullptr, boxes, iota(n), iota(n));
+  std::vector<uint8_t> live(n);
+  for (uint32_t i = 0; i < n; ++i) live[i] = i % 4 != 2;
+  tree.refit([&](uint32_t key, uint32_t& id) {
+    id = live[key] ? key : kNullIndex;
+    return live[key] ? boxes[key] : Aabb::empty();
+  });
+  std::vector<RayTreeNearestEntry> open;
+  std::vector<Neighbour> got;
+  for (const Vec3& p : awkwardPoints(rng, 300)) {
+    nearestInRayTree(tree, p, 5, [](uint32_t id) { return id != kNullIndex; }, got, open);
+    ASSERT_EQ(got, brute::nearest(boxes, p, 5, live));
+  }
+}
+
 TEST(RayTree, SameTreeForAnyThreadCount) {
   std::mt19937 rng(9);
   const std::vector<Aabb> boxes = awkwardBoxes(rng, 60000);
@@ -275,6 +335,14 @@ void expectRaysMatch(const BroadPhase& bp, const Visible& v, const std::vector<R
               brute::castRayClosest(
                   v.boxes, makeRay(rays[r].origin, rays[r].direction, rays[r].maxT), v.live))
         << label << " callback ray " << r;
+    // nearest() at the ray's origin (on integer planes for a quarter of
+    // them: ties), through the tree or the structure as the mode decides.
+    for (uint32_t k : {1u, 6u}) {
+      std::vector<Neighbour> near;
+      bp.nearest(rays[r].origin, k, near);
+      ASSERT_EQ(near, brute::nearest(v.boxes, rays[r].origin, k, v.live))
+          << label << " nearest k " << k << ", ray " << r;
+    }
   }
 }
 

@@ -81,6 +81,15 @@ class Backend {
   virtual void castRaysAll(Scheduler& scheduler, std::span<const Ray> rays,
                            std::vector<RayHit>& out, std::vector<uint32_t>& offsets) = 0;
 
+  // --- nearest --- (after build and prepareRays)
+  // The k boxes nearest to `point`, sorted by neighbourBefore() (nearer
+  // first, ties to the lower scene id), in scene ids. One query on the
+  // calling thread.
+  virtual void nearest(const bp::Vec3& point, uint32_t k, std::vector<bp::Neighbour>& out) {
+    (void)point, (void)k;
+    out.clear();
+  }
+
   // Called when a frame's serial part starts (bpbench --wake-workers): the
   // workers the frame will fork to are woken meanwhile (Scheduler::wake).
   virtual void wakeWorkers(Scheduler& scheduler) { scheduler.wake(); }
@@ -112,6 +121,7 @@ enum Capability : unsigned {
   kChurn = 32,          // remove/add supported
   kThreadedRays = 64,   // rays use the Scheduler; otherwise one thread
   kThreaded = kThreadedPairs | kThreadedRays,
+  kNearest = 128,  // nearest() answers
 };
 
 using Factory = std::unique_ptr<Backend> (*)();
@@ -138,6 +148,8 @@ std::unique_ptr<Backend> makeEmbree();
 std::unique_ptr<Backend> makeBvh();
 std::unique_ptr<Backend> makeSweep();
 std::unique_ptr<Backend> makeAuto();
+std::unique_ptr<Backend> makeFacadeBvh();
+std::unique_ptr<Backend> makeFacadeSweep();
 std::unique_ptr<Backend> makeAutoConcurrentQueries();
 
 // Shared helper for "all hits": runs `one(ray, hits)` (which appends the

@@ -46,6 +46,9 @@ class BruteBackend final : public Backend {
       hits.insert(hits.end(), h.begin(), h.end());
     });
   }
+  void nearest(const bp::Vec3& point, uint32_t k, std::vector<bp::Neighbour>& out) override {
+    out = bp::brute::nearest(boxes_, point, k, live_);
+  }
   size_t memoryBytes() const override {
     return boxes_.capacity() * sizeof(Aabb) + isStatic_.capacity() + live_.capacity();
   }

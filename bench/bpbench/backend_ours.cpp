@@ -55,6 +55,15 @@ class MoveHandles {
   size_t stagedCount_ = 0;
 };
 
+// Neighbours in structure or proxy indices to scene ids, sorted again when
+// the indices are not the scene ids (a tie goes to the lower scene id).
+void toSceneIds(std::vector<bp::Neighbour>& out, const std::vector<uint32_t>& sceneOf,
+                bool remapped) {
+  if (!remapped) return;
+  for (bp::Neighbour& n : out) n.proxy = sceneOf[n.proxy];
+  std::sort(out.begin(), out.end(), bp::neighbourBefore);
+}
+
 // One adapter for any structure with the contract's members (Bvh, SweepGrid).
 // Scene ids map to handles; a fresh structure issues indices 0, 1, 2, ... and
 // churn re-adds ids in the reverse order of removal, so with last-freed-first
@@ -103,6 +112,10 @@ class StructureBackend final : public Backend {
       hits.insert(hits.end(), one.begin(), one.end());
     });
   }
+  void nearest(const bp::Vec3& point, uint32_t k, std::vector<bp::Neighbour>& out) override {
+    s_.nearest(point, k, out);
+    toSceneIds(out, sceneOf_, remapped_ != 0);
+  }
   size_t memoryBytes() const override { return s_.memoryBytes(); }
 
  private:
@@ -137,7 +150,8 @@ std::unique_ptr<Backend> makeSweep() {
 
 namespace {
 
-// The BroadPhase facade in `automatic` mode, as an engine drives it: proxies
+// The BroadPhase facade (`automatic` mode, or the structure it is given), as
+// an engine drives it: proxies
 // carry their scene id as user data; a frame is move() of the batch and
 // update(); pairs come back in proxy indices and are mapped to scene ids
 // (identity unless churn reordered the slots).
@@ -146,10 +160,12 @@ namespace {
 // structure (a Bvh), on the calling thread.
 class FacadeBackend final : public Backend {
  public:
-  explicit FacadeBackend(bool concurrentQueries) : concurrentQueries_(concurrentQueries) {}
+  explicit FacadeBackend(bool concurrentQueries,
+                         bp::Structure structure = bp::Structure::automatic)
+      : concurrentQueries_(concurrentQueries), structure_(structure) {}
   void build(const Scene& scene, Scheduler& scheduler) override {
     bp::BroadPhaseConfig config;
-    config.structure = bp::Structure::automatic;
+    config.structure = structure_;
     config.threads = scheduler.threadCount();
     config.concurrentQueries = concurrentQueries_;
     bp_ = std::make_unique<bp::BroadPhase>(config);
@@ -230,6 +246,12 @@ class FacadeBackend final : public Backend {
       }
     });
   }
+  void nearest(const bp::Vec3& point, uint32_t k, std::vector<bp::Neighbour>& out) override {
+    bp_->nearest(point, k, out);
+    bool remapped = false;
+    for (const bp::Neighbour& n : out) remapped |= sceneOf_[n.proxy] != n.proxy;
+    toSceneIds(out, sceneOf_, remapped);
+  }
   size_t memoryBytes() const override { return bp_ ? bp_->memoryBytes() : 0; }
 
  private:
@@ -248,6 +270,7 @@ class FacadeBackend final : public Backend {
   }
 
   bool concurrentQueries_;
+  bp::Structure structure_;
   std::unique_ptr<bp::BroadPhase> bp_;
   std::vector<bp::ProxyId> handles_;  // by scene id
   std::vector<uint32_t> sceneOf_;     // scene id by proxy index
@@ -262,6 +285,14 @@ std::unique_ptr<Backend> makeAuto() { return std::make_unique<FacadeBackend>(fal
 
 std::unique_ptr<Backend> makeAutoConcurrentQueries() {
   return std::make_unique<FacadeBackend>(true);
+}
+
+std::unique_ptr<Backend> makeFacadeBvh() {
+  return std::make_unique<FacadeBackend>(false, bp::Structure::bvh);
+}
+
+std::unique_ptr<Backend> makeFacadeSweep() {
+  return std::make_unique<FacadeBackend>(false, bp::Structure::sweep);
 }
 
 }  // namespace bpbench

@@ -14,8 +14,8 @@
 namespace bpbench {
 namespace {
 
-const char* const kCommands[] = {"pairs", "rays",     "stress", "scaling",
-                                 "bound", "rollback", "pile",   "list"};
+const char* const kCommands[] = {"pairs", "rays",  "nearest",  "stress", "scaling",
+                                 "bound", "rollback", "pile", "list"};
 
 // Options each subcommand accepts (flags without a value are marked "!").
 const std::map<std::string, std::set<std::string>> kAllowed = {
@@ -25,6 +25,9 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"rays",
      {"scene", "n", "rays", "query", "threads", "backend", "seed", "repeat", "!check", "format",
       "plot", "!quiet", "!no-fork"}},
+    {"nearest",
+     {"scene", "n", "k", "queries", "backend", "seed", "repeat", "!check", "format", "!quiet",
+      "!no-fork"}},
     {"stress",
      {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
     {"scaling",
@@ -105,6 +108,7 @@ unsigned needFor(const Options& o) {
                                         : kRaysAll;
   }
   if (o.command == "stress") return kPairs | kChurn;
+  if (o.command == "nearest") return kNearest;
   return kPairs;
 }
 
@@ -113,6 +117,7 @@ void pickDefaultBackends(Options& o) {
   std::vector<std::string> order;
   if (o.command == "pairs") order = {"bullet-dbvt", "bvh", "sweep", "auto"};
   if (o.command == "rays") order = {"embree", "bvh", "sweep", "auto"};
+  if (o.command == "nearest") order = {"bvh", "facade-bvh", "facade-sweep", "auto"};
   if (o.command == "stress" || o.command == "scaling") order = {"auto", "sweep", "bvh"};
   if (o.command == "bound" || o.command == "rollback" || o.command == "pile")
     order = {"bvh", "sweep", "auto"};
@@ -146,9 +151,10 @@ void parseBackends(Options& o, const std::string& text) {
       throw UsageError("--backend: '" + name + "' is not built in this binary: " + b->missing +
                        " (see `bpbench list`)");
     if ((b->caps & need) != need) {
-      std::string what = o.command == "rays"     ? std::string("--query ") + queryName(o.query)
-                         : o.command == "stress" ? "pairs with churn"
-                                                 : "pairs";
+      std::string what = o.command == "rays"      ? std::string("--query ") + queryName(o.query)
+                         : o.command == "stress"  ? "pairs with churn"
+                         : o.command == "nearest" ? "nearest"
+                                                  : "pairs";
       throw UsageError("--backend: '" + name + "' does not support " + what + " (" +
                        b->description + ")");
     }
@@ -193,6 +199,9 @@ commands:
            [--backend B,...] [--repeat C] [--check]
                                            Mrays/s against a scene's frame 0 (uniform): the
                                            median of C casts of the batch (each the same hits)
+  nearest  [--scene S] --n N[,N...] [--k K[,K...]] [--queries Q] [--backend B,...]
+           [--repeat C] [--check]          us a k-nearest query, one thread, Q points in the
+                                           scene's domain (default N/10); the median of C passes
   stress   [--n N] [--seconds S] [--threads T] [--backend B] [--churn PCT] [--scene S]
            [--plot F.svg]                  a long run with motion and churn; flat memory?
   scaling  --scene S --n N --threads 1,2,4 [--backend B] [--frames F] [--repeat R]
@@ -227,19 +236,22 @@ common options:
 
 defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
 hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
-rays: --repeat 3; bound: --n 1000000, --max-pairs 10000000; rollback: backends bvh, sweep, auto; backends: pairs bullet-dbvt + ours built, rays
+rays: --repeat 3; nearest: --k 1,8,64, --repeat 3, backends bvh, facade-bvh,
+facade-sweep, auto; bound: --n 1000000, --max-pairs 10000000; rollback: backends bvh, sweep, auto; backends: pairs bullet-dbvt + ours built, rays
 embree + ours, stress/scaling the first of auto, sweep, bvh (else bullet-dbvt), bound bvh,
 sweep, auto. Numbers may be written 100000 or 1e5.
 
 scenes: uniform, clustered, sizes, static, plane
-backends: brute, bullet-dbvt, bullet-sap, embree, bvh, sweep, auto, all (every built one)
+backends: brute, bullet-dbvt, bullet-sap, embree, bvh, sweep, auto, auto-cq, facade-bvh,
+  facade-sweep, all (every built one)
 )";
 }
 
 Options parseArgs(int argc, char** argv) {
   Options o;
   if (argc < 1)
-    throw UsageError("missing command; valid: pairs, rays, stress, scaling, bound, rollback, list");
+    throw UsageError("missing command; valid: pairs, rays, nearest, stress, scaling, bound, rollback, "
+                     "pile, list");
   o.command = argv[0];
   if (o.command == "-h" || o.command == "--help" || o.command == "help") {
     o.command = "help";
@@ -359,8 +371,16 @@ Options parseArgs(int argc, char** argv) {
   if (has("seconds")) o.seconds = parseReal("seconds", values["seconds"], 0, 86400, true);
   if (has("repeat"))
     o.repeat = static_cast<uint32_t>(parseInteger("repeat", values["repeat"], 1, 1000));
-  else if (o.command == "rays")
+  else if (o.command == "rays" || o.command == "nearest")
     o.repeat = 3;
+  if (has("k")) {
+    for (const std::string& t : split(values["k"]))
+      o.ks.push_back(static_cast<uint32_t>(parseInteger("k", t, 1, 1000000)));
+  } else {
+    o.ks = {1, 8, 64};
+  }
+  if (has("queries"))
+    o.queries = static_cast<uint32_t>(parseInteger("queries", values["queries"], 1, 100000000));
   if (has("max-round-trip"))
     o.maxRoundTripNs = parseReal("max-round-trip", values["max-round-trip"], 0, 1e9, false);
   if (has("churn")) o.churnPercent = parseReal("churn", values["churn"], 0, 100, false);

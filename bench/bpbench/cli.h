@@ -17,7 +17,7 @@ struct UsageError : std::runtime_error {
 enum class Format { table, csv, json };
 
 struct Options {
-  std::string command;  // pairs, rays, stress, scaling, bound, rollback, list
+  std::string command;  // pairs, rays, nearest, stress, scaling, bound, rollback, list
   bp::SceneKind scene = bp::SceneKind::uniform;
   std::vector<uint32_t> ns;  // one row group per N
   uint32_t frames = 30;
@@ -39,6 +39,8 @@ struct Options {
   bool wakeWorkers = false;  // pairs, scaling: wake the workers before each frame
   bool serialStep = false;   // pairs, scaling: step the scene on the calling thread alone
   double offset = 0;         // pairs: also run auto's double path, the scene translated by this
+  std::vector<uint32_t> ks;  // nearest: k of each row group
+  uint32_t queries = 0;      // nearest: queries (0: one per ten boxes)
 };
 
 // Parses argv (without the program name). Throws UsageError.

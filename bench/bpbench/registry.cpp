@@ -9,7 +9,7 @@ namespace {
 
 constexpr unsigned kRays = kRaysClosest | kRaysAny | kRaysAll;
 
-std::array<BackendInfo, 8> makeTable() {
+std::array<BackendInfo, 10> makeTable() {
 #ifdef BPBENCH_HAVE_BULLET
   constexpr Factory dbvt = &makeBulletDbvt, sap = &makeBulletSap;
 #else
@@ -22,7 +22,7 @@ std::array<BackendInfo, 8> makeTable() {
 #endif
   return {{
       {"brute", "the oracle (brute_force.h): all pairs O(N^2) on one thread; rays over threads",
-       kPairs | kRays | kChurn | kThreadedRays, &makeBrute, "", 50000},
+       kPairs | kRays | kChurn | kThreadedRays | kNearest, &makeBrute, "", 50000},
       {"bullet-dbvt",
        "Bullet 3 btDbvtBroadphase + btHashedOverlappingPairCache (rays: rayTest), one thread",
        kPairs | kRays | kChurn, dbvt, "Bullet (pkg-config bullet) not found at configure time", 0},
@@ -30,12 +30,16 @@ std::array<BackendInfo, 8> makeTable() {
        sap, "Bullet (pkg-config bullet) not found at configure time", 0},
       {"embree", "Embree 3 user-geometry boxes, rtcIntersect1/rtcOccluded1 loop, one thread",
        kRaysClosest | kRaysAny, embree, "Embree 3 (find_package(embree 3)) not found", 0},
-      {"bvh", "bp::Bvh (broadphase/src/bvh/bvh.h)", kPairs | kRays | kChurn | kThreaded, &makeBvh,
-       "", 0},
+      {"bvh", "bp::Bvh (broadphase/src/bvh/bvh.h)",
+       kPairs | kRays | kChurn | kThreaded | kNearest, &makeBvh, "", 0},
       {"sweep", "bp::SweepGrid (broadphase/src/sweep/sweep_grid.h)",
-       kPairs | kRays | kChurn | kThreaded, &makeSweep, "", 0},
+       kPairs | kRays | kChurn | kThreaded | kNearest, &makeSweep, "", 0},
       {"auto", "bp::BroadPhase (broadphase/broad_phase.h) in automatic mode",
-       kPairs | kRays | kChurn | kThreaded, &makeAuto, "", 0},
+       kPairs | kRays | kChurn | kThreaded | kNearest, &makeAuto, "", 0},
+      {"facade-bvh", "bp::BroadPhase with Structure::bvh",
+       kPairs | kRays | kChurn | kThreaded | kNearest, &makeFacadeBvh, "", 0},
+      {"facade-sweep", "bp::BroadPhase with Structure::sweep",
+       kPairs | kRays | kChurn | kThreaded | kNearest, &makeFacadeSweep, "", 0},
       {"auto-cq",
        "bp::BroadPhase in automatic mode with concurrentQueries (a query Bvh published each "
        "frame)",
@@ -46,7 +50,7 @@ std::array<BackendInfo, 8> makeTable() {
 }  // namespace
 
 std::span<const BackendInfo> allBackends() {
-  static const std::array<BackendInfo, 8> table = makeTable();
+  static const std::array<BackendInfo, 10> table = makeTable();
   return table;
 }
 

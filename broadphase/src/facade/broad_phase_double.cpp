@@ -11,6 +11,7 @@
 #include "facade/double_world.h"
 #include "facade/layer_check.h"
 #include "facade/query_view.h"
+#include "raytree/ray_tree_nearest.h"
 
 #include <algorithm>
 #include <cmath>
@@ -428,7 +429,21 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
     std::vector<Neighbour> found;
     uint32_t want = std::min(k, total);
     double bound = 0;
-    for (;;) {
+    if (const RayTree* tree = rayTree(read, side.nearestAsRays(k))) {
+      // The k nearest accepted proxies in the frame, by slot: any k of them
+      // bound the k-th double distance; the nearer they are, the smaller
+      // the cube of the second step.
+      thread_local std::vector<RayTreeNearestEntry> open;
+      nearestInRayTree<true>(*tree, framePoint, k, usable, found, open);
+      for (const Neighbour& n : found)
+        bound = std::max(bound, exact(n.proxy, side.outer[n.proxy]).distanceSquared);
+      if (found.size() < k) {  // every accepted proxy is in `found`
+        for (const Neighbour& n : found) out.push_back(exact(n.proxy, side.outer[n.proxy]));
+        return;
+      }
+      want = 0;  // the first step is done
+    }
+    for (; want != 0;) {
       s.nearest(framePoint, want, found);
       uint32_t accepted = 0;
       bound = 0;

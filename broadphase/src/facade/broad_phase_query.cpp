@@ -9,6 +9,7 @@
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
 #include "facade/query_view.h"
+#include "raytree/ray_tree_nearest.h"
 #include "raytree/ray_tree_walk.h"
 
 #include <algorithm>
@@ -356,8 +357,21 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
     reportError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
     return;
   }
-  std::vector<Neighbour> found;
   const QueryRead read(*this);
+  bool none;
+  const auto* filters = read.filtersOf(filter, none);
+  if (none) return;
+  if (const RayTree* tree = rayTree(read, read.side.nearestAsRays(k))) {
+    thread_local std::vector<RayTreeNearestEntry> open;
+    nearestInRayTree(
+        *tree, point, k,
+        [&](uint32_t p) {
+          return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter));
+        },
+        out, open);
+    return;
+  }
+  std::vector<Neighbour> found;
   const Side& side = read.side;
   // Fetch more until k accepted neighbours are in hand and the last one
   // fetched is strictly farther than the k-th: then no tie at the boundary
