@@ -332,6 +332,18 @@ void expectQueriesMatch(const BroadPhase& bp, std::span<const Aabb> boxes,
     bp.nearest(p, 7, near, query);
     EXPECT_EQ(near, brute::nearest(boxes, p, 7, accepted)) << label;
   }
+  // The batch form: each point's neighbours as the single query's.
+  std::vector<Vec3> points;
+  for (size_t q = 0; q < std::min<size_t>(300, rays.size()); ++q) points.push_back(rays[q].origin);
+  std::vector<Neighbour> nearBatch;
+  std::vector<size_t> offsets;
+  bp.nearest(points, 5, nearBatch, offsets, query);
+  ASSERT_EQ(offsets.size(), points.size() + 1) << label;
+  for (size_t q = 0; q < points.size(); ++q)
+    EXPECT_EQ(std::vector<Neighbour>(nearBatch.begin() + ptrdiff_t(offsets[q]),
+                                     nearBatch.begin() + ptrdiff_t(offsets[q + 1])),
+              brute::nearest(boxes, points[q], 5, accepted))
+        << label << " batch nearest " << q;
 }
 
 TEST(BroadPhase, QueriesMatchBruteForce) {
@@ -1128,6 +1140,17 @@ TEST(BroadPhase, QueriesAfterTheLastStaticIsRemoved) {
     EXPECT_EQ(n[0].proxy, body.index);
     test::expectError(ErrorCode::invalidArgument, [&] { bp.nearest(Vec3(0, 0, 0), 0, n); });
     EXPECT_TRUE(n.empty());
+    // The batch: one bad point (or k = 0) rejects all of it.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<Vec3> points = {Vec3(0, -3, 0), Vec3(nan, 0, 0)};
+    std::vector<size_t> offsets;
+    n.assign(3, Neighbour{});
+    test::expectError(ErrorCode::invalidArgument, [&] { bp.nearest(points, 1, n, offsets); });
+    EXPECT_TRUE(n.empty());
+    EXPECT_EQ(offsets, std::vector<size_t>(3, 0));
+    test::expectError(ErrorCode::invalidArgument,
+                      [&] { bp.nearest(std::span(points).first(1), 0, n, offsets); });
+    EXPECT_EQ(offsets, std::vector<size_t>(2, 0));
   }
 }
 

@@ -14,8 +14,8 @@
 namespace bpbench {
 namespace {
 
-const char* const kCommands[] = {"pairs", "rays",  "nearest",  "stress", "scaling",
-                                 "bound", "rollback", "pile", "list"};
+const char* const kCommands[] = {"pairs",   "rays",  "nearest",  "cliffs", "stress",
+                                 "scaling", "bound", "rollback", "pile",   "list"};
 
 // Options each subcommand accepts (flags without a value are marked "!").
 const std::map<std::string, std::set<std::string>> kAllowed = {
@@ -28,6 +28,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"nearest",
      {"scene", "n", "k", "queries", "backend", "seed", "repeat", "!check", "format", "!quiet",
       "!no-fork"}},
+    {"cliffs", {"scene", "n", "backend", "seed", "format", "!quiet", "!no-fork"}},
     {"stress",
      {"scene", "n", "seconds", "threads", "backend", "churn", "seed", "format", "plot", "!quiet"}},
     {"scaling",
@@ -119,7 +120,8 @@ void pickDefaultBackends(Options& o) {
   if (o.command == "rays") order = {"embree", "bvh", "sweep", "auto"};
   if (o.command == "nearest") order = {"bvh", "facade-bvh", "facade-sweep", "auto"};
   if (o.command == "stress" || o.command == "scaling") order = {"auto", "sweep", "bvh"};
-  if (o.command == "bound" || o.command == "rollback" || o.command == "pile")
+  if (o.command == "bound" || o.command == "rollback" || o.command == "pile" ||
+      o.command == "cliffs")
     order = {"bvh", "sweep", "auto"};
   for (const std::string& name : order) {
     const BackendInfo* b = findBackend(name);
@@ -163,7 +165,8 @@ void parseBackends(Options& o, const std::string& text) {
     o.backends.push_back(b);
   }
   if (o.backends.empty()) throw UsageError("--backend: no backend in '" + text + "'");
-  if (o.command == "bound" || o.command == "rollback" || o.command == "pile")
+  if (o.command == "bound" || o.command == "rollback" || o.command == "pile" ||
+      o.command == "cliffs")
     for (const BackendInfo* b : o.backends)
       if (std::string(b->name) != "bvh" && std::string(b->name) != "sweep" &&
           std::string(b->name) != "auto")
@@ -202,6 +205,10 @@ commands:
   nearest  [--scene S] --n N[,N...] [--k K[,K...]] [--queries Q] [--backend B,...]
            [--repeat C] [--check]          us a k-nearest query, one thread, Q points in the
                                            scene's domain (default N/10); the median of C passes
+  cliffs   [--scene S[,S...]] [--n N] [--backend bvh,sweep,auto]
+                                           every public call of BroadPhase timed at N and
+                                           4N, one thread: a call's time, its growth, and
+                                           CLIFF where it grows faster than n log n
   stress   [--n N] [--seconds S] [--threads T] [--backend B] [--churn PCT] [--scene S]
            [--plot F.svg]                  a long run with motion and churn; flat memory?
   scaling  --scene S --n N --threads 1,2,4 [--backend B] [--frames F] [--repeat R]
@@ -236,6 +243,7 @@ common options:
 
 defaults: --scene uniform, --n 10000 (stress: 100000), --frames 30, --threads 0 (every
 hardware thread), --seed 1, --rays 1000000, --query closest, --seconds 30, --churn 1;
+cliffs: --scene uniform,clustered, --n 100000, backends bvh, sweep, auto;
 rays: --repeat 3; nearest: --k 1,8,64, --repeat 3, backends bvh, facade-bvh,
 facade-sweep, auto; bound: --n 1000000, --max-pairs 10000000; rollback: backends bvh, sweep, auto; backends: pairs bullet-dbvt + ours built, rays
 embree + ours, stress/scaling the first of auto, sweep, bvh (else bullet-dbvt), bound bvh,
@@ -250,8 +258,9 @@ backends: brute, bullet-dbvt, bullet-sap, embree, bvh, sweep, auto, auto-cq, fac
 Options parseArgs(int argc, char** argv) {
   Options o;
   if (argc < 1)
-    throw UsageError("missing command; valid: pairs, rays, nearest, stress, scaling, bound, rollback, "
-                     "pile, list");
+    throw UsageError(
+        "missing command; valid: pairs, rays, nearest, cliffs, stress, scaling, bound, "
+        "rollback, pile, list");
   o.command = argv[0];
   if (o.command == "-h" || o.command == "--help" || o.command == "help") {
     o.command = "help";
@@ -314,18 +323,27 @@ Options parseArgs(int argc, char** argv) {
   if (o.command == "list") return o;
 
   if (has("scene")) {
-    auto s = bp::parseScene(values["scene"]);
-    if (!s)
-      throw UsageError("--scene: unknown scene '" + values["scene"] +
-                       "'; valid: uniform, clustered, sizes, static, plane");
-    o.scene = *s;
+    // cliffs takes a list; every other command one scene.
+    for (const std::string& name :
+         o.command == "cliffs" ? split(values["scene"]) : std::vector{values["scene"]}) {
+      auto s = bp::parseScene(name);
+      if (!s)
+        throw UsageError("--scene: unknown scene '" + name +
+                         "'; valid: uniform, clustered, sizes, static, plane");
+      o.scene = *s;
+      o.scenes.push_back(*s);
+    }
+  } else {
+    o.scenes = {bp::SceneKind::uniform, bp::SceneKind::clustered};
   }
-  const uint32_t defaultN = o.command == "stress" ? 100000 : o.command == "bound" ? 1000000 : 10000;
+  const uint32_t defaultN = o.command == "stress" || o.command == "cliffs" ? 100000
+                            : o.command == "bound"                         ? 1000000
+                                                                           : 10000;
   if (has("n")) {
     for (const std::string& t : split(values["n"]))
       o.ns.push_back(static_cast<uint32_t>(parseInteger("n", t, 1, 100000000)));
-    if (o.command == "stress" && o.ns.size() > 1)
-      throw UsageError("--n: stress takes one value, got '" + values["n"] + "'");
+    if ((o.command == "stress" || o.command == "cliffs") && o.ns.size() > 1)
+      throw UsageError("--n: " + o.command + " takes one value, got '" + values["n"] + "'");
   } else {
     o.ns.push_back(defaultN);
   }

@@ -17,7 +17,7 @@ struct UsageError : std::runtime_error {
 enum class Format { table, csv, json };
 
 struct Options {
-  std::string command;  // pairs, rays, nearest, stress, scaling, bound, rollback, list
+  std::string command;  // pairs, rays, nearest, cliffs, stress, scaling, bound, rollback, list
   bp::SceneKind scene = bp::SceneKind::uniform;
   std::vector<uint32_t> ns;  // one row group per N
   uint32_t frames = 30;
@@ -41,6 +41,7 @@ struct Options {
   double offset = 0;         // pairs: also run auto's double path, the scene translated by this
   std::vector<uint32_t> ks;  // nearest: k of each row group
   uint32_t queries = 0;      // nearest: queries (0: one per ten boxes)
+  std::vector<bp::SceneKind> scenes;  // cliffs: its scenes
 };
 
 // Parses argv (without the program name). Throws UsageError.

@@ -8,6 +8,7 @@ namespace bpbench {
 int commandPairs(const Options& options);    // pairs.cpp
 int commandRays(const Options& options);     // rays.cpp
 int commandNearest(const Options& options);  // nearest.cpp
+int commandCliffs(const Options& options);   // cliffs.cpp
 int commandStress(const Options& options);   // stress.cpp
 int commandScaling(const Options& options);  // scaling.cpp
 int commandBound(const Options& options);    // bound.cpp

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
     if (options.command == "pairs") return commandPairs(options);
     if (options.command == "rays") return commandRays(options);
     if (options.command == "nearest") return commandNearest(options);
+    if (options.command == "cliffs") return commandCliffs(options);
     if (options.command == "stress") return commandStress(options);
     if (options.command == "scaling") return commandScaling(options);
     if (options.command == "bound") return commandBound(options);

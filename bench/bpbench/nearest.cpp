@@ -61,9 +61,9 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, uint32_t k, 
   const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
   const std::vector<bp::Vec3> points = makePoints(scene, queriesFor(o, n), o.seed);
   std::unique_ptr<Backend> backend = info.make();
-  Progress progress(std::string("nearest ") + info.name + " n=" + std::to_string(n) +
-                        " k=" + std::to_string(k),
-                    o.quiet);
+  Progress progress(
+      std::string("nearest ") + info.name + " n=" + std::to_string(n) + " k=" + std::to_string(k),
+      o.quiet);
   auto t0 = Clock::now();
   progress.during("building", [&] {
     backend->build(scene, scheduler);
@@ -146,8 +146,8 @@ int commandNearest(const Options& o) {
         const int64_t q = firstDifference(results[0], results[i], results[0].digest.size());
         if (q >= 0)
           failures.push_back(std::string(who[i]->name) + " differs from " + who[0]->name +
-                             " at n=" + std::to_string(n) + " k=" + std::to_string(k) +
-                             ", query " + std::to_string(q));
+                             " at n=" + std::to_string(n) + " k=" + std::to_string(k) + ", query " +
+                             std::to_string(q));
       }
       if (!o.check || std::string(who[0]->name) == "brute") continue;
       // The oracle on the first queries, here, on one thread.
@@ -157,13 +157,13 @@ int commandNearest(const Options& o) {
       for (size_t q = 0; q < count; ++q)
         if (digestNeighbours(bp::brute::nearest(scene.boxes, points[q], k)) !=
             results[0].digest[q]) {
-          failures.push_back(std::string(who[0]->name) + " differs from brute at n=" +
-                             std::to_string(n) + " k=" + std::to_string(k) + ", query " +
-                             std::to_string(q));
+          failures.push_back(std::string(who[0]->name) +
+                             " differs from brute at n=" + std::to_string(n) +
+                             " k=" + std::to_string(k) + ", query " + std::to_string(q));
           break;
         }
-      std::fprintf(stderr, "bpbench: n=%u k=%u: the first %zu queries checked against brute\n",
-                   n, k, count);
+      std::fprintf(stderr, "bpbench: n=%u k=%u: the first %zu queries checked against brute\n", n,
+                   k, count);
     }
   }
   printRows(rows, o.format,

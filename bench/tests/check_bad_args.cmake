@@ -14,7 +14,7 @@ function(expect_usage_error pattern)
   endif()
 endfunction()
 
-expect_usage_error("unknown command 'frobnicate'.*valid: pairs, rays, nearest, stress, scaling, bound, rollback, pile, list" frobnicate)
+expect_usage_error("unknown command 'frobnicate'.*valid: pairs, rays, nearest, cliffs, stress, scaling, bound, rollback, pile, list" frobnicate)
 expect_usage_error("pile runs BroadPhase structures only" pile --backend brute)
 expect_usage_error("missing command" )
 expect_usage_error("unknown scene 'cubes'.*valid: uniform, clustered, sizes, static, plane"
@@ -35,6 +35,8 @@ expect_usage_error("--max-round-trip: 'fast' is not a number" scaling --max-roun
 expect_usage_error("unknown option '--repeat' for 'pairs'" pairs --repeat 3)
 expect_usage_error("--query: unknown query 'nearest'.*valid: closest, any, all" rays --query nearest)
 expect_usage_error("--k: 0 is out of range" nearest --k 0)
+expect_usage_error("--n: cliffs takes one value" cliffs --n 10,20)
+expect_usage_error("cliffs runs BroadPhase structures only" cliffs --backend brute)
 expect_usage_error("unknown option '--k' for 'rays'" rays --k 4)
 expect_usage_error("--backend: 'bullet-sap' (does not support nearest|is not built)" nearest --backend bullet-sap)
 expect_usage_error("--format: unknown format 'xml'.*valid: table, csv, json" pairs --format xml)

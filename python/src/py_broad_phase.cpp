@@ -447,17 +447,22 @@ py::tuple PyBroadPhase::nearest(py::handle points, long k, QueryFilter filter) {
   {
     py::gil_scoped_release release;
     std::shared_lock lock(mutex_);
-    const Filter f = filter.filter();
-    world_.scheduler().forEach(0, uint32_t(p.rows), 64, [&](uint32_t begin, uint32_t end) {
-      std::vector<Neighbour> found;
+    // The library's batch: in parallel, and counted toward the rays' tree as
+    // one batch (a large one walks the tree from its first point).
+    std::vector<Vec3> at(p.rows);
+    for (size_t q = 0; q < p.rows; ++q) at[q] = p.row(q);
+    std::vector<Neighbour> found;
+    std::vector<size_t> offsets;
+    world_.nearest(at, uint32_t(k), found, offsets, filter.filter());
+    world_.scheduler().forEach(0, uint32_t(p.rows), 1024, [&](uint32_t begin, uint32_t end) {
       for (uint32_t q = begin; q < end; ++q) {
-        world_.nearest(p.row(q), uint32_t(k), found, f);
         uint64_t* u = user + size_t(q) * width;
         float* d = d2 + size_t(q) * width;
+        const size_t first = offsets[q], count = offsets[q + 1] - first;
         for (size_t j = 0; j < width; ++j) {
-          const bool have = j < found.size();
-          u[j] = have ? world_.userData(found[j].proxy) : kNone;
-          d[j] = have ? found[j].distanceSquared : kInf;
+          const bool have = j < count;
+          u[j] = have ? world_.userData(found[first + j].proxy) : kNone;
+          d[j] = have ? found[first + j].distanceSquared : kInf;
         }
       }
     });

@@ -393,6 +393,15 @@ class BroadPhase {
   /// beyond 2^24; fallback: `out` empty.
   void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
                const Filter& filter = {}) const;
+  /// nearest() of every point, in parallel, deterministic: the neighbours of
+  /// points[q] are out[offsets[q]] up to out[offsets[q + 1]] (k, or fewer
+  /// when fewer proxies are accepted); `offsets` gets points.size() + 1
+  /// entries. One bad point, or k = 0, rejects the batch with
+  /// invalidArgument; fallback: `out` empty, every offset 0. The batch counts
+  /// toward the rays' tree as a whole (docs/rays.md): a large batch walks
+  /// the tree from its first point.
+  void nearest(std::span<const Vec3> points, uint32_t k, std::vector<Neighbour>& out,
+               std::vector<size_t>& offsets, const Filter& filter = {}) const;
   /// A box of half-size `halfExtent` centred at `origin` swept along the ray:
   /// the first proxy it touches, as the ray against every box grown by the
   /// half extent (t = 0 for a box touched at the start), ties to the lower

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 namespace bp {
 
@@ -429,7 +430,7 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
     std::vector<Neighbour> found;
     uint32_t want = std::min(k, total);
     double bound = 0;
-    if (const RayTree* tree = rayTree(read, side.nearestAsRays(k))) {
+    if (const RayTree* tree = rayTree(read, 0)) {
       // The k nearest accepted proxies in the frame, by slot: any k of them
       // bound the k-th double distance; the nearer they are, the smaller
       // the cube of the second step.
@@ -443,8 +444,12 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
       }
       want = 0;  // the first step is done
     }
+    uint64_t examined = 0;
     for (; want != 0;) {
-      s.nearest(framePoint, want, found);
+      if constexpr (std::is_same_v<std::decay_t<decltype(s)>, SweepGrid>)
+        s.nearest(framePoint, want, found, &examined);
+      else
+        s.nearest(framePoint, want, found);
       uint32_t accepted = 0;
       bound = 0;
       for (const Neighbour& n : found) {
@@ -457,10 +462,12 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
       if (found.size() < want || want >= total) {  // every proxy is in `found`
         for (const Neighbour& n : found)
           if (usable(side.outer[n.proxy])) out.push_back(exact(n.proxy, side.outer[n.proxy]));
+        rayTree(read, side.nearestAsRays(want, examined));
         return;
       }
       want = uint32_t(std::min<uint64_t>(uint64_t(want) * 2, total));
     }
+    if (want != 0) rayTree(read, side.nearestAsRays(want, examined));  // the structure searched
     const double radius = std::sqrt(bound) * (1.0 + 0x1p-30) + 0x1p-50 * maxAbs(point);
     const DVec3 r{radius, radius, radius};
     Aabb frame;

@@ -349,6 +349,66 @@ void BroadPhase::castRaysAll(std::span<const Ray> rays, std::vector<RayHit>& hit
   for (const std::vector<RayHit>& list : found) hits.insert(hits.end(), list.begin(), list.end());
 }
 
+namespace {
+
+// The k nearest accepted proxies to `point` into `out` (sorted by
+// neighbourBefore): through the rays' tree when there is one, else the
+// structure's own search. Returns what the search counts as toward the
+// tree (Side::nearestAsRays; 0 through the tree). (Templates only because
+// Side and Rules are BroadPhase's private types.)
+template <class Side, class Rules>
+uint64_t nearestOne(const Side& side, const RayTree* tree, const std::vector<Rules>& rules,
+                    const Vec3& point, uint32_t k, const Filter& filter,
+                    const std::vector<Rules>* filters, std::vector<Neighbour>& out) {
+  if (tree) {
+    thread_local std::vector<RayTreeNearestEntry> open;
+    nearestInRayTree(
+        *tree, point, k,
+        [&](uint32_t p) {
+          return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter));
+        },
+        out, open);
+    return 0;
+  }
+  out.clear();
+  thread_local std::vector<Neighbour> found;
+  // Fetch more until k accepted neighbours are in hand and the last one
+  // fetched is strictly farther than the k-th: then no tie at the boundary
+  // can be lost to the structure's own (slot) order.
+  uint32_t want = k;
+  uint64_t examined = 0;
+  const uint32_t total = side.proxyCount();
+  const auto usable = [&](uint32_t slot) {
+    const uint32_t p = side.outer[slot];
+    return p != kNullIndex && filter.accepts(rules[p].filter);
+  };
+  for (;;) {
+    side.visit([&](const auto& s) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(s)>, SweepGrid>)
+        s.nearest(point, want, found, &examined);
+      else
+        s.nearest(point, want, found);
+    });
+    uint32_t accepted = 0;
+    float kth = kInfinity;
+    for (const Neighbour& n : found)
+      if (usable(n.proxy) && ++accepted == k) {
+        kth = n.distanceSquared;
+        break;
+      }
+    const bool exhausted = found.size() < want || want >= total;
+    if (exhausted || (accepted == k && found.back().distanceSquared > kth)) break;
+    want = std::min<uint64_t>(uint64_t(want) * 2, total);
+  }
+  for (const Neighbour& n : found)
+    if (usable(n.proxy)) out.push_back({side.outer[n.proxy], n.distanceSquared});
+  std::sort(out.begin(), out.end(), neighbourBefore);
+  if (out.size() > k) out.resize(k);
+  return side.nearestAsRays(want, examined);
+}
+
+}  // namespace
+
 void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
                          const Filter& filter) const {
   out.clear();
@@ -361,47 +421,62 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
   bool none;
   const auto* filters = read.filtersOf(filter, none);
   if (none) return;
-  if (const RayTree* tree = rayTree(read, read.side.nearestAsRays(k))) {
-    thread_local std::vector<RayTreeNearestEntry> open;
-    nearestInRayTree(
-        *tree, point, k,
-        [&](uint32_t p) {
-          return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter));
-        },
-        out, open);
-    return;
+  // The tree when it is there (or the searches so far pay for it now);
+  // else the structure answers and its work is counted toward the tree.
+  const RayTree* tree = rayTree(read, 0);
+  const uint64_t cost = nearestOne(read.side, tree, read.rules, point, k, filter, filters, out);
+  if (!tree) rayTree(read, cost);
+}
+
+void BroadPhase::nearest(std::span<const Vec3> points, uint32_t k, std::vector<Neighbour>& out,
+                         std::vector<size_t>& offsets, const Filter& filter) const {
+  out.clear();
+  offsets.assign(points.size() + 1, 0);
+  for (size_t q = 0; q < points.size(); ++q)
+    if (!isFinite(points[q]) || !isWithinLimit(points[q]))
+      return reportError(ErrorCode::invalidArgument,
+                         "nearest: point " + std::to_string(q) + " is not finite or beyond 2^24");
+  if (k == 0) return reportError(ErrorCode::invalidArgument, "nearest: k must be at least 1");
+  const QueryRead read(*this);
+  bool none;
+  const auto* filters = read.filtersOf(filter, none);
+  if (none) return;
+  // Fixed chunks of points, each with its own list, laid end to end after
+  // (as castRaysAll): the same result for any split over the workers.
+  constexpr size_t kChunk = 64;
+  const size_t chunks = (points.size() + kChunk - 1) / kChunk;
+  std::vector<std::vector<Neighbour>> lists(chunks);
+  const RayTree* tree = nullptr;
+  const auto search = [&](size_t c) {
+    std::vector<Neighbour> one;
+    uint64_t cost = 0;
+    for (size_t q = c * kChunk; q < std::min(points.size(), (c + 1) * kChunk); ++q) {
+      cost += nearestOne(read.side, tree, read.rules, points[q], k, filter, filters, one);
+      lists[c].insert(lists[c].end(), one.begin(), one.end());
+      offsets[q + 1] = one.size();
+    }
+    return cost;
+  };
+  // Without a tree, the first chunk goes through the structure and its work,
+  // scaled to the whole batch, is counted toward the tree at once: a large
+  // batch that would pay for it walks it from its second chunk.
+  tree = rayTree(read, 0);
+  size_t first = 0;
+  if (!tree && chunks > 0) {
+    const uint64_t cost = search(0);
+    first = 1;
+    tree = rayTree(read, cost * chunks);
   }
-  std::vector<Neighbour> found;
-  const Side& side = read.side;
-  // Fetch more until k accepted neighbours are in hand and the last one
-  // fetched is strictly farther than the k-th: then no tie at the boundary
-  // can be lost to the structure's own (slot) order.
-  uint32_t want = k;
-  const uint32_t total = side.proxyCount();
-  for (;;) {
-    side.visit([&](const auto& s) { s.nearest(point, want, found); });
-    uint32_t accepted = 0;
-    float kth = kInfinity;
-    auto usable = [&](const Neighbour& n) {
-      const uint32_t p = side.outer[n.proxy];
-      return p != kNullIndex && filter.accepts(read.rules[p].filter);
-    };
-    for (const Neighbour& n : found)
-      if (usable(n) && ++accepted == k) {
-        kth = n.distanceSquared;
-        break;
-      }
-    const bool exhausted = found.size() < want || want >= total;
-    if (exhausted || (accepted == k && found.back().distanceSquared > kth)) break;
-    want = std::min<uint64_t>(uint64_t(want) * 2, total);
-  }
-  for (const Neighbour& n : found) {
-    const uint32_t p = side.outer[n.proxy];
-    if (p != kNullIndex && filter.accepts(read.rules[p].filter))
-      out.push_back({p, n.distanceSquared});
-  }
-  std::sort(out.begin(), out.end(), neighbourBefore);
-  if (out.size() > k) out.resize(k);
+  const auto run = [&](uint32_t begin, uint32_t end) {
+    for (size_t c = begin; c < end; ++c) search(c);
+  };
+  if (read.workers)
+    read.workers->forEach(uint32_t(first), uint32_t(chunks), 1, run);
+  else
+    run(uint32_t(first), uint32_t(chunks));
+  for (size_t q = 0; q < points.size(); ++q) offsets[q + 1] += offsets[q];
+  out.reserve(offsets.back());
+  for (const std::vector<Neighbour>& list : lists) out.insert(out.end(), list.begin(), list.end());
 }
 
 RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction,

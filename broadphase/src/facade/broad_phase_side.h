@@ -93,17 +93,14 @@ struct BroadPhase::Side {
   /// `scheduler` (null: on the calling thread); null: walk the structure.
   /// side_rays.cpp.
   const RayTree* rayTreeFor(uint64_t rays, RayTreeMode mode, Scheduler* scheduler) const;
-  /// What one nearest() of `k` counts as toward the ray tree's price
-  /// (side_rays.h): the rays one k-nearest search of the structure costs, so
-  /// that the tree is made once the searches would have paid for it. Fitted
-  /// to `bpbench nearest` and `bpbench rays` on `uniform` 10^5 and 10^6, one
-  /// thread (docs/decisions.md, "Nearest"): the Bvh's best-first search is
-  /// 4-12 of its rays for k = 1-8, 50 for k = 64; the sweep's looks at
-  /// whole cells, which hold more boxes as the world grows: 50-430 of its
-  /// rays.
-  uint64_t nearestAsRays(uint32_t k) const {
-    const uint64_t kk = std::min<uint32_t>(k, 1u << 16);
-    return bvh ? 4 + kk / 2 : 64 + outer.size() / 4096 + 4 * kk;
+  /// What a search of the structure's own nearest counts as toward the
+  /// rays' tree (side_rays.h), in rays of the structure: the BVH's best-first
+  /// search costs 4-12 of its rays for k = 1-8 and 50 for k = 64; the
+  /// sweep's costs what it ranked, about 64 boxes a ray (a few boxes on
+  /// `uniform`, thousands near `clustered`'s piles: docs/decisions.md,
+  /// "Nearest").
+  uint64_t nearestAsRays(uint32_t k, uint64_t examined) const {
+    return bvh ? 4 + std::min<uint32_t>(k, 1u << 16) / 2 : 1 + examined / 64;
   }
   /// Applies the structure's pending changes without finding pairs.
   void update(Scheduler& scheduler) {

@@ -301,7 +301,10 @@ class SweepGrid {
   void castRay(const Ray& ray, RayCallback callback) const;
   void castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<RayHit> out,
                 RayQuery kind) const;
-  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const;
+  /// `examined`, when given, gains the boxes the search ranked: its work,
+  /// which the facade weighs against the rays' tree (sweep_query.cpp).
+  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
+               uint64_t* examined = nullptr) const;
   RayHit castBox(const Vec3& halfExtent, const Ray& ray) const;
   // Every box grown by `halfExtent` that the ray enters, to `callback` as
   // castRay's callback form (clip, keep or stop), each box once.

@@ -413,15 +413,21 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
   }
 }
 
-// Rings of cells around the point's cell, by Chebyshev distance R. Each box is
-// counted once, in its "home" cell: the cell of its range nearest (per axis,
-// clamp) to the point's cell, which is the ring where its nearest point lies.
-// After ring R every box not yet counted lies outside the cube of rings <= R,
-// so at least the distance from the point to that cube's faces away; the search
-// stops when the k-th best is strictly nearer. When the rings would look up
-// more coordinates than there are cells (a point far from everything), the
-// rest is a scan of all remaining cells.
-void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const {
+// A cube around the point, grown until it holds the k nearest: the boxes
+// overlapping the cube [point - r, point + r] are ranked (a box query: each
+// once, each cell scanned only over the entries its min-x order lets reach
+// the cube), and the answer is final once the k-th is nearer than r, since
+// a box that misses the cube is more than r away on some axis. Otherwise
+// the cube grows (to just past the k-th found, or by the share of the
+// volume still missing) and the query runs again.
+// The test leaves a margin for rounding: the k-th must be below
+// (r - slack)^2, slack covering the error of point +- r and of the
+// distances. Cells are long along x and hold hundreds of boxes, so a search
+// that walked whole cells, ring by ring, grew with the world (docs/decisions.md,
+// "Nearest"). A point far from dense piles (`clustered`) still ranks many
+// boxes once its cube reaches one: the facade then walks the rays' tree.
+void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
+                        uint64_t* examined) const {
   out.clear();
   if (!checkUpToDate("nearest")) return;
   if (k == 0) {
@@ -429,8 +435,12 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
     return;
   }
   if (!checkPoint(point, "nearest")) return;
+  const uint32_t live = proxyCount();
+  if (live == 0) return;
   // A max-heap under neighbourBefore: front() is the worst kept.
+  uint64_t ranked = 0;
   auto offer = [&](uint32_t id) {
+    ++ranked;
     const Neighbour nb{id, distanceSquared(boxes_[id].box, point)};
     if (out.size() < k) {
       out.push_back(nb);
@@ -440,95 +450,37 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
       out.back() = nb;
       std::push_heap(out.begin(), out.end(), neighbourBefore);
     }
+    return true;
   };
-  for (const uint32_t id : overflow_) offer(id);
-
-  if (!cells_.empty()) {
-    const int64_t cp[3] = {cellOf(point.x(), 0), cellOf(point.y(), 1), cellOf(point.z(), 2)};
-    auto visitHomes = [&](const SweepCell& c) {
-      for (uint32_t e = 0; e < c.size(); ++e) {
-        const uint32_t id = c.ids[e];
-        const CellRange& r = range_[id];
-        if (std::clamp<int64_t>(cp[0], r.lo[0], r.hi[0]) == c.coord.x &&
-            std::clamp<int64_t>(cp[1], r.lo[1], r.hi[1]) == c.coord.y &&
-            std::clamp<int64_t>(cp[2], r.lo[2], r.hi[2]) == c.coord.z)
-          offer(id);
-      }
-    };
-    const int64_t glo[3] = {gridBounds_.lo[0], gridBounds_.lo[1], gridBounds_.lo[2]};
-    const int64_t ghi[3] = {gridBounds_.hi[0], gridBounds_.hi[1], gridBounds_.hi[2]};
-    // Coordinates of the cube of rings <= R clipped to the grid bounds.
-    auto clippedCube = [&](int64_t R) -> uint64_t {
-      if (R < 0) return 0;
-      uint64_t n = 1;
-      for (int a = 0; a < 3; ++a) {
-        const int64_t lo = std::max(cp[a] - R, glo[a]), hi = std::min(cp[a] + R, ghi[a]);
-        if (lo > hi) return 0;
-        n *= uint64_t(hi - lo + 1);
-      }
-      return n;
-    };
-    const float* s = side_;
-    const float slack = s[0] * 0x1p-10f + maxAbs(point) * 0x1p-18f;
-    const uint64_t budget = 4 * uint64_t(cells_.size()) + 64;
-    uint64_t looked = 0;
-    // Rings that miss the grid bounds entirely hold nothing: start at the first
-    // that reaches them.
-    int64_t firstRing = 0;
-    for (int a = 0; a < 3; ++a) firstRing = std::max({firstRing, glo[a] - cp[a], cp[a] - ghi[a]});
-    // Visits the coordinates of [lo, hi] (per axis) inside the grid bounds.
-    auto visitBlock = [&](int64_t x0, int64_t x1, int64_t y0, int64_t y1, int64_t z0, int64_t z1) {
-      x0 = std::max(x0, glo[0]), x1 = std::min(x1, ghi[0]);
-      y0 = std::max(y0, glo[1]), y1 = std::min(y1, ghi[1]);
-      z0 = std::max(z0, glo[2]), z1 = std::min(z1, ghi[2]);
-      for (int64_t x = x0; x <= x1; ++x)
-        for (int64_t y = y0; y <= y1; ++y)
-          for (int64_t z = z0; z <= z1; ++z) {
-            for (const CellMap& map : maps_) {
-              const uint32_t idx = map.find(CellCoord{int32_t(x), int32_t(y), int32_t(z)});
-              if (idx != CellMap::kAbsent) visitHomes(cells_[idx].value);
-            }
-          }
-    };
-    for (int64_t R = firstRing;; ++R) {
-      const uint64_t ring = clippedCube(R) - clippedCube(R - 1);
-      if (looked + ring > budget) {
-        for (const PaddedCell& pc : cells_) {
-          const CellCoord& c = pc.value.coord;
-          const int64_t dist =
-              std::max({std::abs(c.x - cp[0]), std::abs(c.y - cp[1]), std::abs(c.z - cp[2])});
-          if (dist >= R) visitHomes(pc.value);
-        }
-        break;
-      }
-      looked += ring;
-      // The shell of Chebyshev radius R as six faces, each coordinate once:
-      // the two x faces whole, the y faces without x edges, the z faces inside.
-      const int64_t x0 = cp[0] - R, x1 = cp[0] + R, y0 = cp[1] - R, y1 = cp[1] + R;
-      const int64_t z0 = cp[2] - R, z1 = cp[2] + R;
-      visitBlock(x0, x0, y0, y1, z0, z1);
-      if (R > 0) {
-        visitBlock(x1, x1, y0, y1, z0, z1);
-        visitBlock(x0 + 1, x1 - 1, y0, y0, z0, z1);
-        visitBlock(x0 + 1, x1 - 1, y1, y1, z0, z1);
-        visitBlock(x0 + 1, x1 - 1, y0 + 1, y1 - 1, z0, z0);
-        visitBlock(x0 + 1, x1 - 1, y0 + 1, y1 - 1, z1, z1);
-      }
-      bool covered = true;
-      for (int a = 0; a < 3; ++a) covered &= cp[a] - R <= glo[a] && cp[a] + R >= ghi[a];
-      if (covered) break;
-      if (out.size() == k) {
-        float bound = kInf;
-        for (int a = 0; a < 3; ++a) {
-          bound = std::min(bound, point[a] - float(cp[a] - R) * s[a]);
-          bound = std::min(bound, float(cp[a] + R + 1) * s[a] - point[a]);
-        }
-        bound -= slack;
-        if (bound > 0.0f && out.front().distanceSquared < bound * bound) break;
-      }
-    }
+  const float reach = maxAbs(point);
+  // Past this half side the cube covers every box (all lie within
+  // kMaxCoordinate of the origin).
+  const float whole = 2.0f * (kMaxCoordinate + reach);
+  // A quarter of a cell across, more for a large k: about the k-th
+  // neighbour's distance at the density cells are sized for.
+  float r = (side_[1] > 0.0f ? side_[1] : 1.0f) * 0.25f *
+            std::cbrt(std::max(1.0f, float(std::min(k, live)) / 8.0f));
+  for (;;) {
+    out.clear();
+    const Vec3 lo = (point - Vec3::Constant(r)).cwiseMax(Vec3::Constant(-kMaxCoordinate));
+    const Vec3 hi = (point + Vec3::Constant(r)).cwiseMin(Vec3::Constant(kMaxCoordinate));
+    queryBox(Aabb{lo, hi}, offer);
+    if (r >= whole || out.size() == live) break;  // every box was looked at
+    const float safe = r - (r + reach) * 0x1p-20f;
+    if (out.size() == k && safe > 0.0f && out.front().distanceSquared < safe * safe) break;
+    // With k found, the k-th's distance bounds the answer: a cube just past
+    // it holds every box that close. With fewer, grow by the missing share
+    // of the volume. Always by a sixteenth at least, so that the loop ends.
+    const float next =
+        out.size() == k
+            ? (std::sqrt(out.front().distanceSquared) + reach * 0x1p-18f) * (1.0f + 0x1p-16f) +
+                  r * 0x1p-10f
+            : r * std::clamp(1.3f * std::cbrt(float(k) / float(std::max<size_t>(out.size(), 1))),
+                             1.25f, 8.0f);
+    r = std::max(next, r * 1.0625f);
   }
   std::sort_heap(out.begin(), out.end(), neighbourBefore);
+  if (examined) *examined += ranked;
 }
 
 }  // namespace bp
