@@ -23,9 +23,14 @@
 #include "raytree/ray_tree.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 namespace bp {
 
@@ -33,6 +38,81 @@ struct RayTreeNearestEntry {
   float bound;    // a lower bound of the squared distance to the node's box
   uint32_t node;  // its index
 };
+
+/// The point broadcast for the node step.
+struct NearestLanes {
+  explicit NearestLanes(const Vec3& p) {
+    for (int a = 0; a < 3; ++a) at[a] = p[a];
+#if defined(__AVX__)
+    for (int a = 0; a < 3; ++a) wide[a] = _mm256_set1_ps(p[a]);
+#elif defined(__SSE2__)
+    for (int a = 0; a < 3; ++a) wide[a] = _mm_set1_ps(p[a]);
+#endif
+  }
+  float at[3];
+#if defined(__AVX__)
+  __m256 wide[3];
+#elif defined(__SSE2__)
+  __m128 wide[3];
+#endif
+};
+
+/// The sixteen slots' distance bounds into `bound` (per axis max(min - p,
+/// p - max, 0), squared, (x + y) + z, scaled by 1 - 2^-20), and the mask of
+/// the slots whose bound is <= kth and finite.
+inline unsigned nodeBounds(const RayNode& node, const NearestLanes& lanes, float kth,
+                           float* bound) {
+  constexpr float kShrink = 1.0f - 0x1p-20f;
+  unsigned mask = 0;
+#if defined(__AVX__)
+  const __m256 zero = _mm256_setzero_ps(), shrink = _mm256_set1_ps(kShrink);
+  const __m256 limit = _mm256_set1_ps(kth), inf = _mm256_set1_ps(INFINITY);
+  for (int h = 0; h < kRayWidth / 8; ++h) {
+    __m256 sum = zero;
+    for (int a = 0; a < 3; ++a) {
+      const __m256 lo = _mm256_load_ps(node.box[a] + 8 * h);
+      const __m256 hi = _mm256_load_ps(node.box[3 + a] + 8 * h);
+      const __m256 d = _mm256_max_ps(
+          _mm256_max_ps(_mm256_sub_ps(lo, lanes.wide[a]), _mm256_sub_ps(lanes.wide[a], hi)), zero);
+      sum = a == 0 ? _mm256_mul_ps(d, d) : _mm256_add_ps(sum, _mm256_mul_ps(d, d));
+    }
+    sum = _mm256_mul_ps(sum, shrink);
+    _mm256_store_ps(bound + 8 * h, sum);
+    const __m256 in =
+        _mm256_and_ps(_mm256_cmp_ps(sum, limit, _CMP_LE_OQ), _mm256_cmp_ps(sum, inf, _CMP_LT_OQ));
+    mask |= unsigned(_mm256_movemask_ps(in)) << (8 * h);
+  }
+#elif defined(__SSE2__)
+  const __m128 zero = _mm_setzero_ps(), shrink = _mm_set1_ps(kShrink);
+  const __m128 limit = _mm_set1_ps(kth), inf = _mm_set1_ps(INFINITY);
+  for (int q = 0; q < kRayWidth / 4; ++q) {
+    __m128 sum = zero;
+    for (int a = 0; a < 3; ++a) {
+      const __m128 lo = _mm_load_ps(node.box[a] + 4 * q);
+      const __m128 hi = _mm_load_ps(node.box[3 + a] + 4 * q);
+      const __m128 d = _mm_max_ps(
+          _mm_max_ps(_mm_sub_ps(lo, lanes.wide[a]), _mm_sub_ps(lanes.wide[a], hi)), zero);
+      sum = a == 0 ? _mm_mul_ps(d, d) : _mm_add_ps(sum, _mm_mul_ps(d, d));
+    }
+    sum = _mm_mul_ps(sum, shrink);
+    _mm_store_ps(bound + 4 * q, sum);
+    const __m128 in = _mm_and_ps(_mm_cmple_ps(sum, limit), _mm_cmplt_ps(sum, inf));
+    mask |= unsigned(_mm_movemask_ps(in)) << (4 * q);
+  }
+#else
+  for (int s = 0; s < kRayWidth; ++s) {
+    float sum = 0.0f;
+    for (int a = 0; a < 3; ++a) {
+      const float d =
+          std::max(std::max(node.box[a][s] - lanes.at[a], lanes.at[a] - node.box[3 + a][s]), 0.0f);
+      sum = a == 0 ? d * d : sum + d * d;
+    }
+    bound[s] = sum * kShrink;
+    mask |= unsigned(bound[s] <= kth && bound[s] < INFINITY) << s;
+  }
+#endif
+  return mask;
+}
 
 /// The k leaves nearest to `point` among those `accept(id)` takes, sorted by
 /// neighbourBefore (nearer first, ties to the lower id), into `out`
@@ -46,22 +126,22 @@ void nearestInRayTree(const RayTree& tree, const Vec3& point, uint32_t k, Accept
   open.clear();
   if (tree.empty() || k == 0) return;
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  constexpr float kShrink = 1.0f - 0x1p-20f;
   const RayNode* nodes = tree.nodes().data();
-  const float px = point.x(), py = point.y(), pz = point.z();
+  const NearestLanes lanes(point);
   const auto farther = [](const RayTreeNearestEntry& a, const RayTreeNearestEntry& b) {
     return a.bound > b.bound;
   };
   // The k-th distance so far, +inf until k leaves are kept.
   float kth = kInf;
+  const auto before = [](const Neighbour& a, const Neighbour& b) { return neighbourBefore(a, b); };
   const auto offer = [&](const Neighbour& candidate) {
     if (out.size() < k) {
       out.push_back(candidate);
-      std::push_heap(out.begin(), out.end(), neighbourBefore);
-    } else if (neighbourBefore(candidate, out.front())) {
-      std::pop_heap(out.begin(), out.end(), neighbourBefore);
+      std::push_heap(out.begin(), out.end(), before);
+    } else if (before(candidate, out.front())) {
+      std::pop_heap(out.begin(), out.end(), before);
       out.back() = candidate;
-      std::push_heap(out.begin(), out.end(), neighbourBefore);
+      std::push_heap(out.begin(), out.end(), before);
     } else {
       return;
     }
@@ -72,18 +152,15 @@ void nearestInRayTree(const RayTree& tree, const Vec3& point, uint32_t k, Accept
   for (;;) {
     const RayNode& node = nodes[n];
     alignas(64) float bound[kRayWidth];
-    for (int s = 0; s < kRayWidth; ++s) {
-      const float dx = std::max(std::max(node.box[0][s] - px, px - node.box[3][s]), 0.0f);
-      const float dy = std::max(std::max(node.box[1][s] - py, py - node.box[4][s]), 0.0f);
-      const float dz = std::max(std::max(node.box[2][s] - pz, pz - node.box[5][s]), 0.0f);
-      bound[s] = (dx * dx + dy * dy + dz * dz) * kShrink;
-    }
     // An empty slot's bound is +inf (its min is +inf): never below kth
-    // unless nothing is kept yet, hence the `< kInf`. The leaves first, so
-    // that kth is as small as it gets before the child nodes are compared.
+    // unless nothing is kept yet, hence the `< kInf`.
+    unsigned near = nodeBounds(node, lanes, kth, bound);
+    // The leaves first, so that kth is as small as it gets before the child
+    // nodes are compared.
     unsigned inner = 0;
-    for (int s = 0; s < kRayWidth; ++s) {
-      if (!(bound[s] <= kth && bound[s] < kInf)) continue;
+    for (; near != 0; near &= near - 1) {
+      const int s = __builtin_ctz(near);
+      if (!(bound[s] <= kth)) continue;  // kth shrank since
       const uint32_t c = node.child[s];
       if (!(c & kRayLeafBit)) {
         inner |= 1u << s;
@@ -122,7 +199,7 @@ void nearestInRayTree(const RayTree& tree, const Vec3& point, uint32_t k, Accept
     n = e.node;
   }
   open.clear();
-  std::sort(out.begin(), out.end(), neighbourBefore);
+  std::sort(out.begin(), out.end(), before);
 }
 
 }  // namespace bp
