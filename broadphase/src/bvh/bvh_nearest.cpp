@@ -8,6 +8,7 @@
 #include <broadphase/error.h>
 #include "bvh/bvh.h"
 
+#include "common/nearest_heap.h"
 #include "common/report_error.h"
 
 #include <algorithm>
@@ -64,15 +65,7 @@ void Bvh::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) co
         std::push_heap(open.begin(), open.end(), fartherEntry);
         continue;
       }
-      const Neighbour candidate{bvhLeafProxy(c), distanceSquared(exact_[bvhLeafProxy(c)], point)};
-      if (!full()) {
-        out.push_back(candidate);
-        std::push_heap(out.begin(), out.end(), neighbourBefore);
-      } else if (neighbourBefore(candidate, out.front())) {
-        std::pop_heap(out.begin(), out.end(), neighbourBefore);
-        out.back() = candidate;
-        std::push_heap(out.begin(), out.end(), neighbourBefore);
-      }
+      keepNearest(out, k, {bvhLeafProxy(c), distanceSquared(exact_[bvhLeafProxy(c)], point)});
     }
   }
   std::sort(out.begin(), out.end(), neighbourBefore);

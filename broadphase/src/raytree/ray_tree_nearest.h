@@ -20,6 +20,7 @@
 
 #include <broadphase/math/aabb.h>
 #include <broadphase/query.h>
+#include "common/nearest_heap.h"
 #include "raytree/ray_tree.h"
 
 #include <algorithm>
@@ -135,17 +136,7 @@ void nearestInRayTree(const RayTree& tree, const Vec3& point, uint32_t k, Accept
   float kth = kInf;
   const auto before = [](const Neighbour& a, const Neighbour& b) { return neighbourBefore(a, b); };
   const auto offer = [&](const Neighbour& candidate) {
-    if (out.size() < k) {
-      out.push_back(candidate);
-      std::push_heap(out.begin(), out.end(), before);
-    } else if (before(candidate, out.front())) {
-      std::pop_heap(out.begin(), out.end(), before);
-      out.back() = candidate;
-      std::push_heap(out.begin(), out.end(), before);
-    } else {
-      return;
-    }
-    if (out.size() == k) kth = out.front().distanceSquared;
+    if (keepNearest(out, k, candidate) && out.size() == k) kth = out.front().distanceSquared;
   };
 
   uint32_t n = 0;  // the root

@@ -15,6 +15,7 @@
 #include <broadphase/error.h>
 #include "sweep/sweep_grid.h"
 
+#include "common/nearest_heap.h"
 #include "common/report_error.h"
 
 #include <algorithm>
@@ -441,15 +442,7 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
   uint64_t ranked = 0;
   auto offer = [&](uint32_t id) {
     ++ranked;
-    const Neighbour nb{id, distanceSquared(boxes_[id].box, point)};
-    if (out.size() < k) {
-      out.push_back(nb);
-      std::push_heap(out.begin(), out.end(), neighbourBefore);
-    } else if (neighbourBefore(nb, out.front())) {
-      std::pop_heap(out.begin(), out.end(), neighbourBefore);
-      out.back() = nb;
-      std::push_heap(out.begin(), out.end(), neighbourBefore);
-    }
+    keepNearest(out, k, {id, distanceSquared(boxes_[id].box, point)});
     return true;
   };
   const float reach = maxAbs(point);
