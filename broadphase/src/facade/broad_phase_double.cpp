@@ -17,7 +17,6 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <type_traits>
 
 namespace bp {
 
@@ -446,10 +445,7 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
     }
     uint64_t examined = 0;
     for (; want != 0;) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(s)>, SweepGrid>)
-        s.nearest(framePoint, want, found, &examined);
-      else
-        s.nearest(framePoint, want, found);
+      side.nearest(framePoint, want, found, examined);
       uint32_t accepted = 0;
       bound = 0;
       for (const Neighbour& n : found) {

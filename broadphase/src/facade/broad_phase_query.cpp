@@ -383,12 +383,7 @@ uint64_t nearestOne(const Side& side, const RayTree* tree, const std::vector<Rul
     return p != kNullIndex && filter.accepts(rules[p].filter);
   };
   for (;;) {
-    side.visit([&](const auto& s) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(s)>, SweepGrid>)
-        s.nearest(point, want, found, &examined);
-      else
-        s.nearest(point, want, found);
-    });
+    side.nearest(point, want, found, examined);
     uint32_t accepted = 0;
     float kth = kInfinity;
     for (const Neighbour& n : found)

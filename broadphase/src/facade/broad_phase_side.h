@@ -93,6 +93,15 @@ struct BroadPhase::Side {
   /// `scheduler` (null: on the calling thread); null: walk the structure.
   /// side_rays.cpp.
   const RayTree* rayTreeFor(uint64_t rays, RayTreeMode mode, Scheduler* scheduler) const;
+  /// The structure's own k-nearest search (in slots); `examined` gains the
+  /// boxes the sweep's ranked (nearestAsRays weighs them).
+  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
+               uint64_t& examined) const {
+    if (bvh)
+      bvh->nearest(point, k, out);
+    else
+      sweep->nearest(point, k, out, &examined);
+  }
   /// What a search of the structure's own nearest counts as toward the
   /// rays' tree (side_rays.h), in rays of the structure: the BVH's best-first
   /// search costs 4-12 of its rays for k = 1-8 and 50 for k = 64; the

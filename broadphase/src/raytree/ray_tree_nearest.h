@@ -143,8 +143,8 @@ void nearestInRayTree(const RayTree& tree, const Vec3& point, uint32_t k, Accept
   for (;;) {
     const RayNode& node = nodes[n];
     alignas(64) float bound[kRayWidth];
-    // An empty slot's bound is +inf (its min is +inf): never below kth
-    // unless nothing is kept yet, hence the `< kInf`.
+    // An empty slot's bound is +inf (its min is +inf): nodeBounds leaves it
+    // out even while kth is still +inf.
     unsigned near = nodeBounds(node, lanes, kth, bound);
     // The leaves first, so that kth is as small as it gets before the child
     // nodes are compared.
