@@ -1,5 +1,6 @@
 // mortonOrder (common/ray_order.h): a permutation of the batch, the same
-// for any thread count, and rays of one cell in index order.
+// for any thread count, and rays of one cell in index order; points in the
+// order of rays from them.
 #include "common/ray_order.h"
 
 #include <broadphase/testkit/scene.h>
@@ -29,8 +30,19 @@ TEST(RayOrder, APermutationTheSameForAnyThreadCount) {
   EXPECT_LT(step / double(serial.size()), 10.0);
 }
 
+TEST(RayOrder, PointsInTheOrderOfRaysFromThem) {
+  const std::vector<Ray> rays = makeRaysIn(Vec3(100, 50, 80), 20000);
+  std::vector<Vec3> points;
+  for (const Ray& ray : rays) points.push_back(ray.origin);
+  const std::vector<uint32_t> serial = mortonOrder(nullptr, points);
+  EXPECT_EQ(serial, mortonOrder(nullptr, rays));
+  Scheduler scheduler(3);
+  EXPECT_EQ(mortonOrder(&scheduler, points), serial);
+}
+
 TEST(RayOrder, EmptyAndEqualOrigins) {
-  EXPECT_TRUE(mortonOrder(nullptr, {}).empty());
+  EXPECT_TRUE(mortonOrder(nullptr, std::span<const Ray>{}).empty());
+  EXPECT_TRUE(mortonOrder(nullptr, std::span<const Vec3>{}).empty());
   std::vector<Ray> same(100, makeRay(Vec3(1, 2, 3), Vec3(0, 0, 1), 5));
   const std::vector<uint32_t> order = mortonOrder(nullptr, same);
   for (uint32_t k = 0; k < order.size(); ++k) EXPECT_EQ(order[k], k);  // one cell: index order

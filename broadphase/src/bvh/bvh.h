@@ -148,7 +148,10 @@ class Bvh {
   void castRay(const Ray& ray, RayCallback callback) const;
   void castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<RayHit> out,
                 RayQuery kind) const;
-  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const;
+  // `visited`, when given, gains the nodes the search took off its heap
+  // (the facade weighs a search by them against the rays' tree).
+  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
+               uint64_t* visited = nullptr) const;
   RayHit castBox(const Vec3& halfExtent, const Ray& ray) const;
   // Every box grown by `halfExtent` that the ray enters, to `callback` as
   // castRay's callback form (clip, keep or stop): the conservative

@@ -29,7 +29,8 @@ bool fartherEntry(const NodeEntry& x, const NodeEntry& y) {
 
 }  // namespace
 
-void Bvh::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) const {
+void Bvh::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
+                  uint64_t* visited) const {
   out.clear();
   if (!checkNoPending("nearest")) return;
   if (k == 0) {
@@ -49,7 +50,9 @@ void Bvh::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) co
 
   // `out` is the max-heap of the best k so far (worst on top by neighbourBefore).
   auto full = [&] { return out.size() == k; };
+  uint64_t popped = 0;
   while (!open.empty()) {
+    ++popped;
     std::pop_heap(open.begin(), open.end(), fartherEntry);
     const NodeEntry e = open.back();
     open.pop_back();
@@ -69,6 +72,7 @@ void Bvh::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out) co
     }
   }
   std::sort(out.begin(), out.end(), neighbourBefore);
+  if (visited) *visited += popped;
 }
 
 }  // namespace bp

@@ -19,10 +19,9 @@ uint32_t spreadBits(uint32_t v) {
   return v;
 }
 
-}  // namespace
-
-std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> rays) {
-  const uint32_t n = uint32_t(rays.size());
+// The indices [0, n) by the Morton code of pointAt(k), as mortonOrder.
+template <class PointAt>
+std::vector<uint32_t> mortonOrderOf(Scheduler* scheduler, uint32_t n, PointAt&& pointAt) {
   // Equal chunks, one a thread; each pass runs them side by side. The order
   // is (code, index), whatever the chunks.
   const uint32_t chunks = scheduler ? uint32_t(std::max(1, scheduler->threadCount())) : 1u;
@@ -39,7 +38,7 @@ std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> ray
   std::vector<Aabb> chunkBounds(chunks, Aabb::empty());
   eachChunk([&](uint32_t c, uint32_t begin, uint32_t end) {
     for (uint32_t k = begin; k < end; ++k)
-      chunkBounds[c] = merge(chunkBounds[c], Aabb{rays[k].origin, rays[k].origin});
+      chunkBounds[c] = merge(chunkBounds[c], Aabb{pointAt(k), pointAt(k)});
   });
   Aabb bounds = Aabb::empty();
   for (const Aabb& b : chunkBounds) bounds = merge(bounds, b);
@@ -52,7 +51,7 @@ std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> ray
   eachChunk([&](uint32_t c, uint32_t begin, uint32_t end) {
     uint32_t* tally = count.data() + size_t(c) * kCells;
     for (uint32_t k = begin; k < end; ++k) {
-      const Vec3 q = (rays[k].origin - bounds.min).cwiseProduct(scale);
+      const Vec3 q = (pointAt(k) - bounds.min).cwiseProduct(scale);
       codes[k] = uint16_t(spreadBits(uint32_t(q.x())) | (spreadBits(uint32_t(q.y())) << 1) |
                           (spreadBits(uint32_t(q.z())) << 2));
       ++tally[codes[k]];
@@ -73,6 +72,18 @@ std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> ray
     for (uint32_t k = begin; k < end; ++k) order[next[codes[k]]++] = k;
   });
   return order;
+}
+
+}  // namespace
+
+std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> rays) {
+  return mortonOrderOf(scheduler, uint32_t(rays.size()),
+                       [&](uint32_t k) -> const Vec3& { return rays[k].origin; });
+}
+
+std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Vec3> points) {
+  return mortonOrderOf(scheduler, uint32_t(points.size()),
+                       [&](uint32_t k) -> const Vec3& { return points[k]; });
 }
 
 }  // namespace bp

@@ -1,5 +1,6 @@
-// mortonOrder: a batch of rays in the Morton order of their origins, so that
-// rays cast one after another walk nearly the same nodes and the tree they
+// mortonOrder: a batch of rays in the Morton order of their origins (or of
+// points, in the Morton order of the points), so that rays cast (or
+// points searched) one after another walk nearly the same nodes and the tree they
 // walk stays in cache. Each result still goes to its ray's slot, so the
 // order changes the speed only, never an answer.
 #pragma once
@@ -19,6 +20,8 @@ namespace bp {
 /// counting sort, three passes over the batch in chunks on the scheduler
 /// (null: on this thread), the same order for any thread count.
 std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Ray> rays);
+/// The same for points (the batch nearest search).
+std::vector<uint32_t> mortonOrder(Scheduler* scheduler, std::span<const Vec3> points);
 
 /// out[r] = cast(rays[r]) for r = order[begin], ..., order[end - 1]. In
 /// Morton order the rays and their results lie all over the batch: each is

@@ -443,9 +443,9 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
       }
       want = 0;  // the first step is done
     }
-    uint64_t examined = 0;
+    uint64_t work = 0;
     for (; want != 0;) {
-      side.nearest(framePoint, want, found, examined);
+      side.nearest(framePoint, want, found, work);
       uint32_t accepted = 0;
       bound = 0;
       for (const Neighbour& n : found) {
@@ -458,12 +458,12 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
       if (found.size() < want || want >= total) {  // every proxy is in `found`
         for (const Neighbour& n : found)
           if (usable(side.outer[n.proxy])) out.push_back(exact(n.proxy, side.outer[n.proxy]));
-        rayTree(read, side.nearestAsRays(want, examined));
+        rayTree(read, side.nearestAsRays(work));
         return;
       }
       want = uint32_t(std::min<uint64_t>(uint64_t(want) * 2, total));
     }
-    if (want != 0) rayTree(read, side.nearestAsRays(want, examined));  // the structure searched
+    if (want != 0) rayTree(read, side.nearestAsRays(work));  // the structure searched
     const double radius = std::sqrt(bound) * (1.0 + 0x1p-30) + 0x1p-50 * maxAbs(point);
     const DVec3 r{radius, radius, radius};
     Aabb frame;

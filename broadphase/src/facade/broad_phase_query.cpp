@@ -23,7 +23,9 @@ namespace {
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 // Batches of at least this many rays, over a tree of at least this many
-// bytes, are cast in Morton order (common/ray_order.h).
+// bytes, are cast in Morton order (common/ray_order.h); batches of at least
+// as many points are searched for their nearest in Morton order, whatever
+// the tree (a search walks a few times a ray's nodes).
 constexpr uint32_t kMortonOrderRays = 4096;
 constexpr size_t kMortonOrderBytes = size_t(4) << 20;
 
@@ -376,14 +378,14 @@ uint64_t nearestOne(const Side& side, const RayTree* tree, const std::vector<Rul
   // fetched is strictly farther than the k-th: then no tie at the boundary
   // can be lost to the structure's own (slot) order.
   uint32_t want = k;
-  uint64_t examined = 0;
+  uint64_t work = 0;
   const uint32_t total = side.proxyCount();
   const auto usable = [&](uint32_t slot) {
     const uint32_t p = side.outer[slot];
     return p != kNullIndex && filter.accepts(rules[p].filter);
   };
   for (;;) {
-    side.nearest(point, want, found, examined);
+    side.nearest(point, want, found, work);
     uint32_t accepted = 0;
     float kth = kInfinity;
     for (const Neighbour& n : found)
@@ -399,7 +401,7 @@ uint64_t nearestOne(const Side& side, const RayTree* tree, const std::vector<Rul
     if (usable(n.proxy)) out.push_back({side.outer[n.proxy], n.distanceSquared});
   std::sort(out.begin(), out.end(), neighbourBefore);
   if (out.size() > k) out.resize(k);
-  return side.nearestAsRays(want, examined);
+  return side.nearestAsRays(work);
 }
 
 }  // namespace
@@ -436,17 +438,27 @@ void BroadPhase::nearest(std::span<const Vec3> points, uint32_t k, std::vector<N
   bool none;
   const auto* filters = read.filtersOf(filter, none);
   if (none) return;
-  // Fixed chunks of points, each with its own list, laid end to end after
-  // (as castRaysAll): the same result for any split over the workers.
-  constexpr size_t kChunk = 64;
-  const size_t chunks = (points.size() + kChunk - 1) / kChunk;
+  // A large batch is searched in the Morton order of its points (the tree's
+  // nodes stay in cache from one search to the next), in fixed chunks of
+  // that order, each with its own list; each point's neighbours are copied
+  // to its place after: the same result for any order and any split over
+  // the workers.
+  const uint32_t count = uint32_t(points.size());
+  std::vector<uint32_t> order;
+  if (count >= kMortonOrderRays) order = mortonOrder(read.workers, points);
+  const auto pointAt = [&](uint32_t place) { return order.empty() ? place : order[place]; };
+  constexpr uint32_t kChunk = 64;
+  const uint32_t chunks = (count + kChunk - 1) / kChunk;
   std::vector<std::vector<Neighbour>> lists(chunks);
+  std::vector<uint32_t> startIn(count);  // where point q's neighbours begin in its chunk's list
   const RayTree* tree = nullptr;
-  const auto search = [&](size_t c) {
+  const auto search = [&](uint32_t c) {
     std::vector<Neighbour> one;
     uint64_t cost = 0;
-    for (size_t q = c * kChunk; q < std::min(points.size(), (c + 1) * kChunk); ++q) {
+    for (uint32_t place = c * kChunk; place < std::min(count, (c + 1) * kChunk); ++place) {
+      const uint32_t q = pointAt(place);
       cost += nearestOne(read.side, tree, read.rules, points[q], k, filter, filters, one);
+      startIn[q] = uint32_t(lists[c].size());
       lists[c].insert(lists[c].end(), one.begin(), one.end());
       offsets[q + 1] = one.size();
     }
@@ -456,22 +468,26 @@ void BroadPhase::nearest(std::span<const Vec3> points, uint32_t k, std::vector<N
   // scaled to the whole batch, is counted toward the tree at once: a large
   // batch that would pay for it walks it from its second chunk.
   tree = rayTree(read, 0);
-  size_t first = 0;
+  uint32_t first = 0;
   if (!tree && chunks > 0) {
     const uint64_t cost = search(0);
     first = 1;
     tree = rayTree(read, cost * chunks);
   }
   const auto run = [&](uint32_t begin, uint32_t end) {
-    for (size_t c = begin; c < end; ++c) search(c);
+    for (uint32_t c = begin; c < end; ++c) search(c);
   };
   if (read.workers)
-    read.workers->forEach(uint32_t(first), uint32_t(chunks), 1, run);
+    read.workers->forEach(first, chunks, 1, run);
   else
-    run(uint32_t(first), uint32_t(chunks));
-  for (size_t q = 0; q < points.size(); ++q) offsets[q + 1] += offsets[q];
-  out.reserve(offsets.back());
-  for (const std::vector<Neighbour>& list : lists) out.insert(out.end(), list.begin(), list.end());
+    run(first, chunks);
+  for (uint32_t q = 0; q < count; ++q) offsets[q + 1] += offsets[q];
+  out.resize(offsets.back());
+  for (uint32_t place = 0; place < count; ++place) {
+    const uint32_t q = pointAt(place);
+    const Neighbour* from = lists[place / kChunk].data() + startIn[q];
+    std::copy(from, from + (offsets[q + 1] - offsets[q]), out.begin() + ptrdiff_t(offsets[q]));
+  }
 }
 
 RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction,

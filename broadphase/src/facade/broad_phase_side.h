@@ -93,24 +93,24 @@ struct BroadPhase::Side {
   /// `scheduler` (null: on the calling thread); null: walk the structure.
   /// side_rays.cpp.
   const RayTree* rayTreeFor(uint64_t rays, RayTreeMode mode, Scheduler* scheduler) const;
-  /// The structure's own k-nearest search (in slots); `examined` gains the
-  /// boxes the sweep's ranked (nearestAsRays weighs them).
-  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
-               uint64_t& examined) const {
+  /// The structure's own k-nearest search (in slots); `work` gains what it
+  /// did: the BVH's nodes taken off its heap, the sweep's boxes ranked and
+  /// cells looked at (nearestAsRays weighs them).
+  void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out, uint64_t& work) const {
     if (bvh)
-      bvh->nearest(point, k, out);
+      bvh->nearest(point, k, out, &work);
     else
-      sweep->nearest(point, k, out, &examined);
+      sweep->nearest(point, k, out, &work);
   }
-  /// What a search of the structure's own nearest counts as toward the
-  /// rays' tree (side_rays.h), in rays of the structure: the BVH's best-first
-  /// search costs 4-12 of its rays for k = 1-8 and 50 for k = 64; the
-  /// sweep's costs what it ranked, about 64 boxes a ray (a few boxes on
-  /// `uniform`, thousands near `clustered`'s piles: docs/decisions.md,
+  /// What searches of the structure's own nearest that did `work` count as
+  /// toward the rays' tree (side_rays.h), whose price is one unit a slot:
+  /// a unit is what building the tree costs a slot, about 0.7-1 us at
+  /// 10^5-10^6 boxes, so a search counts about its time in us. The BVH's
+  /// search takes about 1 us for 4 nodes visited, the sweep's for 16 boxes
+  /// ranked (a cell looked at counts as 16: SweepGrid::kCellLookAsBoxes),
+  /// on `uniform` boxes and points at 10^5 and 10^6 (docs/decisions.md,
   /// "Nearest").
-  uint64_t nearestAsRays(uint32_t k, uint64_t examined) const {
-    return bvh ? 4 + std::min<uint32_t>(k, 1u << 16) / 2 : 1 + examined / 64;
-  }
+  uint64_t nearestAsRays(uint64_t work) const { return 1 + work / (bvh ? 4 : 16); }
   /// Applies the structure's pending changes without finding pairs.
   void update(Scheduler& scheduler) {
     visit([&](auto& s) { s.update(scheduler); });

@@ -295,14 +295,19 @@ class SweepGrid {
                  PairBudget* budget = nullptr);
 
   void queryBox(const Aabb& box, OverlapCallback callback) const;
+  /// A cell looked at (a hash lookup and a binary search in its min x
+  /// order, cache misses at 10^6) costs about as much as ranking this many
+  /// boxes (docs/decisions.md, "Nearest").
+  static constexpr uint64_t kCellLookAsBoxes = 16;
   void queryPoint(const Vec3& point, OverlapCallback callback) const;
   RayHit castRay(const Ray& ray, RayQuery kind) const;
   void castRayAll(const Ray& ray, std::vector<RayHit>& out) const;
   void castRay(const Ray& ray, RayCallback callback) const;
   void castRays(Scheduler& scheduler, std::span<const Ray> rays, std::span<RayHit> out,
                 RayQuery kind) const;
-  /// `examined`, when given, gains the boxes the search ranked: its work,
-  /// which the facade weighs against the rays' tree (sweep_query.cpp).
+  /// `examined`, when given, gains the search's work in boxes ranked, a
+  /// cell looked at counting as kCellLookAsBoxes: the facade weighs it
+  /// against the rays' tree (sweep_query.cpp).
   void nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
                uint64_t* examined = nullptr) const;
   RayHit castBox(const Vec3& halfExtent, const Ray& ray) const;
@@ -574,6 +579,9 @@ class SweepGrid {
   // fn returns false to stop, and then so does this.
   template <class Fn>
   bool forEachCellInRange(const CellRange& r, Fn&& fn) const;
+  // The cells forEachCellInRange(r) looks at: a lookup in each map per
+  // coordinate, or one pass over every cell when that is fewer.
+  uint64_t cellsLookedAt(const CellRange& r) const;
 
   SweepGridConfig config_;
   bool wide_ = false;  // the 16-lane kernels (sweep_kernel_wide.h)

@@ -414,6 +414,18 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
   }
 }
 
+uint64_t SweepGrid::cellsLookedAt(const CellRange& r) const {
+  if (cells_.empty()) return 0;
+  uint64_t count = 1;
+  for (int a = 0; a < 3 && count <= cells_.size(); ++a) {
+    const int32_t lo = std::max(r.lo[a], gridBounds_.lo[a]);
+    const int32_t hi = std::min(r.hi[a], gridBounds_.hi[a]);
+    if (lo > hi) return 0;
+    count *= uint64_t(int64_t(hi) - lo + 1);
+  }
+  return count > cells_.size() ? cells_.size() : count * maps_.size();
+}
+
 // A cube around the point, grown until it holds the k nearest: the boxes
 // overlapping the cube [point - r, point + r] are ranked (a box query: each
 // once, each cell scanned only over the entries its min-x order lets reach
@@ -439,7 +451,7 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
   const uint32_t live = proxyCount();
   if (live == 0) return;
   // A max-heap under neighbourBefore: front() is the worst kept.
-  uint64_t ranked = 0;
+  uint64_t ranked = 0, cells = 0;
   auto offer = [&](uint32_t id) {
     ++ranked;
     keepNearest(out, k, {id, distanceSquared(boxes_[id].box, point)});
@@ -458,6 +470,7 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
     const Vec3 lo = (point - Vec3::Constant(r)).cwiseMax(Vec3::Constant(-kMaxCoordinate));
     const Vec3 hi = (point + Vec3::Constant(r)).cwiseMin(Vec3::Constant(kMaxCoordinate));
     queryBox(Aabb{lo, hi}, offer);
+    cells += cellsLookedAt(rangeOf(Aabb{lo, hi}));
     if (r >= whole || out.size() == live) break;  // every box was looked at
     const float safe = r - (r + reach) * 0x1p-20f;
     if (out.size() == k && safe > 0.0f && out.front().distanceSquared < safe * safe) break;
@@ -473,7 +486,7 @@ void SweepGrid::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& o
     r = std::max(next, r * 1.0625f);
   }
   std::sort_heap(out.begin(), out.end(), neighbourBefore);
-  if (examined) *examined += ranked;
+  if (examined) *examined += ranked + kCellLookAsBoxes * cells;
 }
 
 }  // namespace bp
