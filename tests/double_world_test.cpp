@@ -118,8 +118,7 @@ void runTranslated(const Config& setup, SceneKind kind, double offset, const Vec
   const uint32_t n = 1200;
   Scene scene = makeScene(kind, n, 3);
   const DVec3 shift{offset, offset, offset};
-  BroadPhase bp(
-        {.structure = setup.structure, .threads = setup.threads, .rayTree = setup.rayTree});
+  BroadPhase bp({.structure = setup.structure, .threads = setup.threads, .rayTree = setup.rayTree});
   bp.shiftOrigin(origin);
   std::vector<ProxyId> ids(n);
   std::vector<DAabb> boxes(n);
@@ -283,6 +282,93 @@ TEST(DoubleWorld, FloatAndDoubleProxiesMix) {
     for (const test::ReportedError& e : capture.errors())
       EXPECT_EQ(e.code, ErrorCode::invalidArgument);
   }
+}
+
+// A large float world with a few double proxies spread over it (the double
+// boxes are held in pages of 1024 indices, made where double proxies are):
+// frames that move every proxy, remove some of each kind and add them back
+// as the other kind into the freed indices, with and without
+// concurrentQueries; then a snapshot loaded into another world and an
+// origin shift. Pairs and every double query against the oracle.
+TEST(DoubleWorld, DoubleProxiesSparseAmongFloatOnes) {
+  for (const bool concurrent : {false, true})
+    for (const Config& setup : kSetups) {
+      const std::string where = name(setup) + (concurrent ? " concurrentQueries" : "");
+      const uint32_t n = 3000;
+      Scene scene = makeScene(SceneKind::uniform, n, 6);
+      BroadPhase bp({.structure = setup.structure,
+                     .threads = setup.threads,
+                     .concurrentQueries = concurrent,
+                     .rayTree = setup.rayTree});
+      bp.shiftOrigin(Vec3(1e9f, 1e9f, -1e9f));
+      const DVec3 o = bp.origin();
+      std::vector<DAabb> world(n);
+      std::vector<ProxyId> ids(n);
+      std::vector<uint8_t> isDouble(n), live(n, 1);
+      const auto place = [&](uint32_t i, bool asDouble) {
+        world[i] = brute::translated(scene.boxes[i], o);
+        const ProxyId id = asDouble ? bp.add(DProxyDesc{.box = world[i]})
+                                    : bp.add(ProxyDesc{.box = scene.boxes[i]});
+        ASSERT_EQ(id.index, i) << where;
+        ids[i] = id;
+        isDouble[i] = asDouble;
+        live[i] = 1;
+      };
+      for (uint32_t i = 0; i < n; ++i) place(i, i % 1000 < 4 || i >= 2950);
+      for (int frame = 0; frame < 4; ++frame) {
+        scene.step();
+        for (uint32_t i = 0; i < n; ++i) {
+          if (!live[i]) continue;
+          world[i] = brute::translated(scene.boxes[i], o);
+          if (isDouble[i])
+            bp.move(ids[i], world[i]);
+          else
+            bp.move(ids[i], scene.boxes[i]);
+        }
+        if (frame == 1) {  // one in seven of each kind, highest index first
+          for (uint32_t i = n; i-- > 0;)
+            if (i % 7 == 2) {
+              bp.remove(ids[i]);
+              live[i] = 0;
+            }
+        }
+        if (frame == 2) {  // back, each as the other kind, into its own index
+          for (uint32_t i = 0; i < n; ++i)
+            if (!live[i]) place(i, !isDouble[i]);
+        }
+        const std::vector<Pair> got = pairsOf(bp.update().pairs);
+        std::vector<DAabb> liveWorld = world;
+        for (uint32_t i = 0; i < n; ++i)
+          if (!live[i]) liveWorld[i] = toDouble(Aabb::empty());
+        ASSERT_TRUE(test::samePairs(brute::findPairs(liveWorld), got)) << where << frame;
+        ASSERT_EQ(bp.validate(), "") << where << " frame " << frame;
+        checkQueries(bp, world, o, n, where + " frame " + std::to_string(frame), live);
+        if (testing::Test::HasFatalFailure()) return;
+      }
+      std::vector<std::byte> state;
+      bp.saveState(state);
+      BroadPhase loaded({.structure = setup.structure, .threads = setup.threads});
+      loaded.loadState(state);
+      ASSERT_EQ(loaded.validate(), "") << where;
+      checkQueries(loaded, world, o, n, where + " loaded", live);
+      for (uint32_t i = 0; i < n; i += 250) {
+        EXPECT_EQ(loaded.worldBox(ids[i]).min, bp.worldBox(ids[i]).min) << where << i;
+        EXPECT_EQ(loaded.worldBox(ids[i]).max, bp.worldBox(ids[i]).max) << where << i;
+      }
+      bp.shiftOrigin(Vec3(1000.0f, -500.0f, 250.0f));
+      ASSERT_EQ(bp.validate(), "") << where;
+      // A double proxy stays where it is; a float one's frame box is
+      // rounded anew around the new origin, as the facade reports it.
+      for (uint32_t i = 0; i < n; ++i) {
+        if (isDouble[i]) {
+          EXPECT_EQ(bp.worldBox(ids[i]).min, world[i].min) << where << i;
+        } else {
+          world[i] = bp.worldBox(ids[i]);
+        }
+      }
+      checkQueries(bp, world, o, n, where + " shifted", live);
+      if (testing::Test::HasFatalFailure()) return;
+    }
 }
 
 // Frames that move a different quarter of the proxies each, all of them,

@@ -132,13 +132,14 @@ bool BroadPhase::exactOverlap(uint32_t a, uint32_t b) const {
 bool BroadPhase::checkDoubleShift(const Vec3& offset) const {
   if (!dworld_ || dworld_->count == 0) return true;
   const DVec3 moved = dworld_->origin + toDouble(offset);
-  for (uint32_t i = 0; i < dworld_->isDouble.size(); ++i) {
-    if (!dworld_->has(i) || isValid(roundOutward(dworld_->pending[i], moved))) continue;
-    reportError(ErrorCode::invalidBox, "shiftOrigin: double proxy " + std::to_string(i) +
-                                           " would lie farther than 2^24 from the new origin");
-    return false;
-  }
-  return true;
+  uint32_t far = kNullIndex;
+  dworld_->forEachDouble([&](uint32_t i) {
+    if (far == kNullIndex && !isValid(roundOutward(dworld_->pending[i], moved))) far = i;
+  });
+  if (far == kNullIndex) return true;
+  reportError(ErrorCode::invalidBox, "shiftOrigin: double proxy " + std::to_string(far) +
+                                         " would lie farther than 2^24 from the new origin");
+  return false;
 }
 
 // After applyPending() (applied == pending): the float boxes of the double
@@ -146,23 +147,27 @@ bool BroadPhase::checkDoubleShift(const Vec3& offset) const {
 void BroadPhase::applyDoubleShift(const Vec3& offset) {
   DoubleWorld& w = doubleWorld();
   w.origin = w.origin + toDouble(offset);
-  for (uint32_t i = 0; i < w.isDouble.size(); ++i)
-    if (w.has(i)) boxes_[i] = roundOutward(w.pending[i], w.origin);
+  w.forEachDouble([&](uint32_t i) { boxes_[i] = roundOutward(w.pending[i], w.origin); });
 }
 
 std::string BroadPhase::validateDouble() const {
   if (!dworld_) return {};
   uint32_t live = 0;
-  for (uint32_t i = 0; i < dworld_->isDouble.size(); ++i) {
-    if (!dworld_->has(i)) continue;
+  std::string why;
+  dworld_->forEachDouble([&](uint32_t i) {
     ++live;
-    if (!pool_.isLiveIndex(i)) return "double proxy " + std::to_string(i) + " is not live";
+    if (!why.empty()) return;
+    if (!pool_.isLiveIndex(i)) {
+      why = "double proxy " + std::to_string(i) + " is not live";
+      return;
+    }
     const Aabb expected = roundOutward(dworld_->pending[i], dworld_->origin);
     if (expected.min != boxes_[i].min || expected.max != boxes_[i].max)
-      return "double proxy " + std::to_string(i) +
-             " holds a float box that is not its double box "
-             "rounded outward around the origin";
-  }
+      why = "double proxy " + std::to_string(i) +
+            " holds a float box that is not its double box "
+            "rounded outward around the origin";
+  });
+  if (!why.empty()) return why;
   if (live != dworld_->count)
     return "double proxies counted " + std::to_string(dworld_->count) + ", found " +
            std::to_string(live);

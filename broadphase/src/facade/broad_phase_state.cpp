@@ -57,8 +57,8 @@ struct BroadPhase::StateCodec {
     std::vector<ProxyPair> pairs, begun, ended;
     // The double section (empty vectors without it).
     DVec3 origin;
-    std::vector<uint8_t> isDouble;
-    std::vector<DAabb> pendingDouble, appliedDouble;
+    PagedArray<uint8_t> isDouble;
+    PagedArray<DAabb> pendingDouble, appliedDouble;
   };
 
   static void save(const BroadPhase& b, std::vector<std::byte>& out);
@@ -437,9 +437,10 @@ bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingC
     return fail("the origin " + toString(DAabb{d.origin, d.origin}) + " is not finite");
   if (count == 0 && sameBits(d.origin, DVec3{}))
     return fail("a double section with no double proxy and a zero origin");
-  d.isDouble.assign(cap, 0);
-  d.appliedDouble.assign(cap, DAabb{});
-  d.pendingDouble.assign(cap, DAabb{});
+  const auto isDouble = [&](uint32_t i) {
+    const uint8_t* flag = d.isDouble.find(i);
+    return flag != nullptr && *flag != 0;
+  };
   for (uint32_t k = 0, last = 0; k < count; ++k) {
     const uint32_t i = r.u32();
     const DAabb box = r.dbox();
@@ -448,13 +449,13 @@ bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingC
                   ") is not a live proxy in ascending order");
     last = i;
     if (!isValid(box)) return fail("double proxy " + str(i) + ": " + describeInvalid(box));
-    d.isDouble[i] = 1;
-    d.appliedDouble[i] = d.pendingDouble[i] = box;
+    d.isDouble.at(i) = 1;
+    d.appliedDouble.at(i) = d.pendingDouble.at(i) = box;
   }
   for (uint64_t k = 0, last = 0; k < pendingCount; ++k) {
     const uint32_t i = r.u32();
     const DAabb box = r.dbox();
-    if (i >= cap || !d.isDouble[i] || (k > 0 && i <= last))
+    if (i >= cap || !isDouble(i) || (k > 0 && i <= last))
       return fail("pending double box entry " + str(k) + " (" + str(i) +
                   ") is not a double proxy in ascending order");
     last = i;
@@ -466,19 +467,21 @@ bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingC
     if (sameBits(box, d.appliedDouble[i])) return fail(at + "the same as its applied box");
     d.pendingDouble[i] = box;
   }
-  for (uint32_t i = 0; i < cap; ++i) {
-    if (!d.isDouble[i]) continue;
+  std::string why;
+  d.isDouble.forEachMade([&](uint32_t i, uint8_t flag) {
+    if (flag == 0 || !why.empty()) return;
     const std::string at = "double proxy " + str(i) + ": ";
-    if (!sameBits(d.boxes[i], roundOutward(d.pendingDouble[i], d.origin)))
-      return fail(at + "its box is not its pending DAabb rounded outward around the origin");
+    if (!sameBits(d.boxes[i], roundOutward(d.pendingDouble[i], d.origin))) {
+      why = at + "its box is not its pending DAabb rounded outward around the origin";
+      return;
+    }
     const uint8_t f = d.flags[i];
     const bool inStructure = !(f & kFlagPendingAdd) || (f & kFlagRehome);
     const Aabb& seen = (f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i];
     if (inStructure && !sameBits(seen, roundOutward(d.appliedDouble[i], d.origin)))
-      return fail(at +
-                  "the box queries see is not its applied DAabb rounded outward around the origin");
-  }
-  return true;
+      why = at + "the box queries see is not its applied DAabb rounded outward around the origin";
+  });
+  return why.empty() || fail(why);
 }
 
 // Builds the new structure and lists aside, then moves everything in: an

@@ -2,32 +2,45 @@
 // world position of the float frame's zero, and per proxy index the exact
 // DAabb of double proxies: as last given (pending, what move() wrote) and as
 // of the last update() (applied, what queries and pairs test, so that a
-// query never sees a half-applied frame). Allocated on first use.
+// query never sees a half-applied frame). Allocated on first use; the
+// DAabbs in pages (common/paged_array.h), made where double proxies are, so
+// that the first double proxy of a large float world costs one page.
 #pragma once
 
 #include <broadphase/broad_phase.h>
+#include "common/paged_array.h"
 
 #include <vector>
 
 namespace bp {
 
 struct BroadPhase::DoubleWorld {
-  DVec3 origin;                   // the sum of the shiftOrigin() offsets
-  std::vector<DAabb> pending;     // by proxy index, meaningful where isDouble
-  std::vector<DAabb> applied;     // by proxy index, as of the last update()
-  std::vector<uint8_t> isDouble;  // by proxy index; shorter than the proxy arrays is fine
-  uint32_t count = 0;             // live double proxies
-  std::vector<Aabb> frameBoxes;   // move()'s batch: each entry's float box, rounded once
+  DVec3 origin;                  // the sum of the shiftOrigin() offsets
+  PagedArray<DAabb> pending;     // by proxy index, meaningful where isDouble
+  PagedArray<DAabb> applied;     // by proxy index, as of the last update()
+  PagedArray<uint8_t> isDouble;  // by proxy index; 1: a double proxy
+  uint32_t count = 0;            // live double proxies
+  std::vector<Aabb> frameBoxes;  // move()'s batch: each entry's float box, rounded once
 
-  bool has(uint32_t i) const { return i < isDouble.size() && isDouble[i] != 0; }
+  bool has(uint32_t i) const {
+    const uint8_t* flag = isDouble.find(i);
+    return flag != nullptr && *flag != 0;
+  }
+  /// Calls fn(i) for every double proxy index, in ascending order.
+  template <class Fn>
+  void forEachDouble(Fn&& fn) const {
+    isDouble.forEachMade([&](uint32_t i, uint8_t flag) {
+      if (flag != 0) fn(i);
+    });
+  }
+  /// Makes index i's pages (its entries can be written).
   void reserveIndex(uint32_t i) {
-    if (i < isDouble.size()) return;
-    pending.resize(i + 1);
-    applied.resize(i + 1);
-    isDouble.resize(i + 1, 0);
+    pending.at(i);
+    applied.at(i);
+    isDouble.at(i);
   }
   size_t memoryBytes() const {
-    return (pending.capacity() + applied.capacity()) * sizeof(DAabb) + isDouble.capacity() +
+    return pending.memoryBytes() + applied.memoryBytes() + isDouble.memoryBytes() +
            frameBoxes.capacity() * sizeof(Aabb);
   }
 };

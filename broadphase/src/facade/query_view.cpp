@@ -47,14 +47,14 @@ bool BroadPhase::QueryView::stageDoubles(const BroadPhase& bp) {
   stagedDoubles.origin = w->origin;
   stagedDoubles.count = w->count;
   if (!stagedDoublesLag) {
-    stagedDoubles.applied.assign(w->applied.begin(), w->applied.end());
-    stagedDoubles.isDouble.assign(w->isDouble.begin(), w->isDouble.end());
+    stagedDoubles.applied = w->applied;
+    stagedDoubles.isDouble = w->isDouble;
     return true;
   }
-  // The writer's arrays only grow between rebuilds; the entries past the
-  // old size that matter are touched.
-  stagedDoubles.applied.resize(w->applied.size());
-  stagedDoubles.isDouble.resize(w->isDouble.size(), 0);
+  // The writer's pages are only made between rebuilds; the entries that
+  // changed since these were copied are touched.
+  stagedDoubles.applied.makePagesOf(w->applied);
+  stagedDoubles.isDouble.makePagesOf(w->isDouble);
   for (const std::vector<uint32_t>* touched : {&doublesTouchedBefore, &doublesTouched})
     for (const uint32_t i : *touched) {
       stagedDoubles.applied[i] = w->applied[i];
