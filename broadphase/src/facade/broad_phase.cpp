@@ -668,6 +668,9 @@ void BroadPhase::applyPending() {
 // never pairs, kinematic-kinematic only on request.
 bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
   if (special_ == 0) return true;  // default filters, no kinematic proxy: every pair stands
+  // Only double proxies are special: their pairs are decided in double, and
+  // no other pair need read the rules (a random access a pair).
+  if (dworld_ && special_ == dworld_->count) return exactOverlap(a, b);
   const Rules& da = rules_[a];
   const Rules& db = rules_[b];
   if (!da.filter.accepts(db.filter)) return false;

@@ -398,11 +398,15 @@ void BroadPhase::castRayAll(const DVec3& start, const DVec3& direction, double l
   std::sort(out.begin(), out.end(), doubleHitBefore);
 }
 
-// Two steps. The structure's float nearest gives k accepted proxies; the
-// largest of their double distances bounds the k-th nearest. Every proxy
-// that close lies in the cube of that radius around the point, so a box
-// query of the cube (grown for rounding) finds all of them, and the exact
-// double distances rank them, ties to the lower index.
+// Two steps. The float nearest (through the rays' tree when there is one,
+// else the structure's) gives k accepted proxies; the largest of their
+// double distances bounds the k-th nearest. Every proxy that close is a
+// candidate: through the tree, every leaf within that radius (grown for the
+// frame point's rounding) of the frame point; without it, every box in the
+// cube of that radius (a box query, grown for rounding). The exact double
+// distances rank them, ties to the lower index. (The cube of the structure
+// reaches into dense piles beside the ball: `clustered`, docs/decisions.md,
+// "Double-precision worlds".)
 void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>& out,
                          const Filter& filter) const {
   out.clear();
@@ -434,7 +438,8 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
     std::vector<Neighbour> found;
     uint32_t want = std::min(k, total);
     double bound = 0;
-    if (const RayTree* tree = rayTree(read, 0)) {
+    const RayTree* tree = rayTree(read, 0);
+    if (tree) {
       // The k nearest accepted proxies in the frame, by slot: any k of them
       // bound the k-th double distance; the nearer they are, the smaller
       // the cube of the second step.
@@ -470,6 +475,29 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
     }
     if (want != 0) rayTree(read, side.nearestAsRays(work));  // the structure searched
     const double radius = std::sqrt(bound) * (1.0 + 0x1p-30) + 0x1p-50 * maxAbs(point);
+    if (tree) {
+      // A leaf within `radius` of the point in double is within radius +
+      // |rel - framePoint| of the frame point in float: the leaf's float box
+      // holds its exact one, and a clamped axis only brings the point
+      // nearer (the frame's cube holds every box). Its node bounds round
+      // down, so the walk misses none; extra candidates cost a distance.
+      double slip = 0;
+      for (int a = 0; a < 3; ++a)
+        if (std::fabs(rel[a]) <= limit) {
+          const double d = rel[a] - double(framePoint[a]);
+          slip += d * d;
+        }
+      const double reach = (radius + std::sqrt(slip)) * (1.0 + 0x1p-20);
+      const float reachSquared = std::nextafter(float(reach * reach), kInfinity);
+      thread_local std::vector<uint32_t> stack;
+      withinInRayTree(
+          *tree, framePoint, reachSquared,
+          [&](uint32_t slot, uint32_t p) {
+            if (usable(p)) out.push_back(exact(slot, p));
+          },
+          stack);
+      return;
+    }
     const DVec3 r{radius, radius, radius};
     Aabb frame;
     if (!frameQuery(DAabb{point - r, point + r}, o, frame)) return;

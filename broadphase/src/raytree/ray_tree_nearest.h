@@ -1,5 +1,6 @@
 // nearestInRayTree: the k leaves of a RayTree nearest to a point, by a
-// best-first walk over its sixteen-wide nodes.
+// best-first walk over its sixteen-wide nodes; withinInRayTree: the leaves
+// within a radius of it.
 //
 // Nodes wait in a min-heap keyed by a lower bound of the squared distance
 // from the point to their box; the k best leaves so far sit in a max-heap
@@ -191,6 +192,35 @@ void nearestInRayTree(const RayTree& tree, const Vec3& point, uint32_t k, Accept
   }
   open.clear();
   std::sort(out.begin(), out.end(), before);
+}
+
+/// Calls fn(key, id) for every leaf whose box may lie within
+/// sqrt(radiusSquared) of `point`: every leaf whose box's distanceSquared
+/// is <= radiusSquared, and a few just beyond it (the bounds are scaled
+/// down as nearestInRayTree's), in no promised order. A depth-first walk
+/// with `stack` as scratch. For the double nearest's second step: the
+/// candidates within the bound of the k-th double distance.
+template <class Fn>
+void withinInRayTree(const RayTree& tree, const Vec3& point, float radiusSquared, Fn&& fn,
+                     std::vector<uint32_t>& stack) {
+  stack.clear();
+  if (tree.empty()) return;
+  const RayNode* nodes = tree.nodes().data();
+  const NearestLanes lanes(point);
+  stack.push_back(0);  // the root
+  while (!stack.empty()) {
+    const RayNode& node = nodes[stack.back()];
+    stack.pop_back();
+    alignas(64) float bound[kRayWidth];
+    for (unsigned in = nodeBounds(node, lanes, radiusSquared, bound); in != 0; in &= in - 1) {
+      const int s = __builtin_ctz(in);
+      const uint32_t c = node.child[s];
+      if (c & kRayLeafBit)
+        fn(c & ~kRayLeafBit, node.id[s]);
+      else
+        stack.push_back(c);
+    }
+  }
 }
 
 }  // namespace bp
