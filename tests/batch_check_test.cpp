@@ -1,4 +1,4 @@
-// allLiveAndValid (broadphase/src/facade/batch_check.h), the check every batch move
+// allLiveAndValid (broadphase/src/common/batch_check.h), the check every batch move
 // makes before it changes anything: each kind of bad entry, at every place
 // in a batch (the vector path takes eight entries at a time, the rest one by
 // one), against the scalar definitions isLive() and isValid(). And
@@ -6,7 +6,7 @@
 #include <broadphase/math/aabb.h>
 #include <broadphase/proxy_id.h>
 
-#include "facade/batch_check.h"
+#include "common/batch_check.h"
 
 #include <gtest/gtest.h>
 

@@ -2,6 +2,7 @@
 // page is made, a page made by its first write and kept, copies and the
 // pages of another made.
 #include "common/paged_array.h"
+#include "common/assert.h"
 
 #include <gtest/gtest.h>
 
@@ -61,6 +62,17 @@ TEST(PagedArray, CopiesAndPagesOfAnother) {
   c.clear();
   EXPECT_EQ(c.find(1), nullptr);
 }
+
+#if BP_ASSERTS_ON
+// In the builds that check invariants (Debug, the sanitizer builds), an
+// entry of a page never made is a broken invariant, not a read of garbage.
+TEST(PagedArrayDeathTest, AnEntryOfAPageNeverMadeIsABrokenInvariant) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  PagedArray<int> a;
+  a.at(5) = 1;
+  EXPECT_DEATH((void)a[5000], "invariant broken");
+}
+#endif
 
 }  // namespace
 }  // namespace bp

@@ -4,7 +4,7 @@
 #include <broadphase/error.h>
 
 #include "common/report_error.h"
-#include "facade/batch_check.h"
+#include "common/batch_check.h"
 
 #include <cmath>
 #include <string>

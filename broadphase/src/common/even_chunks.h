@@ -3,6 +3,7 @@
 #pragma once
 
 #include <broadphase/jobs/scheduler.h>
+#include "common/assert.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -24,7 +25,9 @@ inline EvenChunks evenChunks(uint32_t n, uint32_t maxSize, uint32_t minSize, uin
   uint32_t count = (n + maxSize - 1) / maxSize;
   if (threads > 1) count = (count + threads - 1) / threads * threads;
   count = std::min(count, std::max(1u, n / minSize));
-  return {count, (n + count - 1) / count};
+  const EvenChunks split{count, (n + count - 1) / count};
+  BP_ASSERT(split.count >= 1 && uint64_t(split.count) * split.size >= n);  // every item in a chunk
+  return split;
 }
 
 // Calls body(c, begin, end) for every chunk c of `split` over a list of n

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <broadphase/query.h>
+#include "common/assert.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,6 +15,7 @@ namespace bp {
 /// Offers `candidate` to `heap`, which holds at most k entries; true when it
 /// is kept (then heap.front() may have changed).
 inline bool keepNearest(std::vector<Neighbour>& heap, uint32_t k, const Neighbour& candidate) {
+  BP_ASSERT(heap.size() <= k);
   const auto before = [](const Neighbour& a, const Neighbour& b) { return neighbourBefore(a, b); };
   if (heap.size() < k) {
     heap.push_back(candidate);

@@ -9,6 +9,8 @@
 // never made reads as T{} (find() returns null).
 #pragma once
 
+#include "common/assert.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -34,8 +36,14 @@ class PagedArray {
     return pages_[p][i & (kPageSize - 1)];
   }
   /// Entry i of a page already made (find(i) != null).
-  T& operator[](uint32_t i) { return pages_[i >> kPageBits][i & (kPageSize - 1)]; }
-  const T& operator[](uint32_t i) const { return pages_[i >> kPageBits][i & (kPageSize - 1)]; }
+  T& operator[](uint32_t i) {
+    BP_ASSERT(find(i) != nullptr);
+    return pages_[i >> kPageBits][i & (kPageSize - 1)];
+  }
+  const T& operator[](uint32_t i) const {
+    BP_ASSERT(find(i) != nullptr);
+    return pages_[i >> kPageBits][i & (kPageSize - 1)];
+  }
 
   /// Every index with an entry is below this.
   uint64_t extent() const { return uint64_t(pages_.size()) << kPageBits; }

@@ -2,10 +2,11 @@
 // Queries are in broad_phase_query.cpp; the per-side glue in broad_phase_side.h.
 #include <broadphase/broad_phase.h>
 
+#include "common/assert.h"
+#include "common/batch_check.h"
 #include "common/even_chunks.h"
 #include "common/grow.h"
 #include "common/report_error.h"
-#include "facade/batch_check.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
 #include "facade/layer_check.h"
@@ -764,6 +765,14 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
 // last frame's list by binary search) and the pieces are joined in range
 // order: the same lists for any thread count.
 void BroadPhase::computeEvents() {
+  // Both lists sorted by key without repeats: the merge below walks them once.
+  const auto ascending = [](const std::vector<ProxyPair>& list) {
+    return std::adjacent_find(list.begin(), list.end(), [](const ProxyPair& x, const ProxyPair& y) {
+             return !(x.key() < y.key());
+           }) == list.end();
+  };
+  BP_ASSERT(ascending(pairs_) && ascending(previous_));
+  (void)ascending;
   // Most frames renew no proxy: then a pair in both lists stands without a
   // look at renewed_ (two scattered reads a pair).
   const bool anyRenewed = !renewedList_.empty();

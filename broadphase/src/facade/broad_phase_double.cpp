@@ -6,6 +6,7 @@
 // bounds behind the margins below: docs/large_worlds.md.
 #include <broadphase/broad_phase.h>
 
+#include "common/assert.h"
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
@@ -88,6 +89,7 @@ bool BroadPhase::checkDoubleBox(const DAabb& box, const std::string& where) cons
 
 void BroadPhase::markDouble(uint32_t index, const DAabb& box) {
   DoubleWorld& w = doubleWorld();
+  BP_ASSERT(!w.has(index));  // an index is marked once while its proxy lives
   w.reserveIndex(index);
   w.pending[index] = box;
   w.isDouble[index] = 1;
@@ -98,6 +100,7 @@ void BroadPhase::markDouble(uint32_t index, const DAabb& box) {
 
 void BroadPhase::forgetDouble(uint32_t index) {
   if (!dworld_->has(index)) return;
+  BP_ASSERT(dworld_->count > 0 && special_ >= dworld_->count);
   dworld_->isDouble[index] = 0;
   if (view_) view_->doublesTouched.push_back(index);
   --dworld_->count;

@@ -7,6 +7,7 @@
 #include <broadphase/broad_phase.h>
 #include "bvh/bvh.h"
 #include "facade/side_rays.h"
+#include "facade/structure_contract.h"
 #include "sweep/sweep_grid.h"
 
 #include <algorithm>
@@ -14,6 +15,10 @@
 #include <vector>
 
 namespace bp {
+
+// Both structures keep the contract the facade drives them by.
+static_assert(StructureContract<Bvh>);
+static_assert(StructureContract<SweepGrid>);
 
 struct BroadPhase::Side {
   std::unique_ptr<Bvh> bvh;

@@ -21,7 +21,7 @@ inline constexpr uint32_t kMaxRouteParts = 8;
 // and firstA ascending; 2 <= parts <= kMaxRouteParts. Whole blocks of
 // eight: each at[q] needs room for the pairs it gets plus 8 (a step stores a
 // full register). Returns where it stopped, fewer than eight pairs before
-// `end`. Only where wide::available() (sweep_kernel_wide.h).
+// `end`. Only where wide::available() (common/wide_available.h).
 const Pair* routePairs(const Pair* p, const Pair* end, Pair** at, const uint32_t* firstA,
                        uint32_t parts);
 

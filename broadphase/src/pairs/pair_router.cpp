@@ -2,9 +2,9 @@
 #include "pairs/pair_router.h"
 
 #include "common/grow.h"
+#include "common/wide_available.h"
 #include "pairs/pair_merge.h"
 #include "pairs/pair_route_wide.h"
-#include "sweep/sweep_kernel_wide.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "sweep/sweep_cell_map.h"
 
-#include <cassert>
+#include "common/assert.h"
 
 namespace bp {
 
@@ -17,7 +17,7 @@ void CellMap::rehash(uint32_t slotCount) {
 }
 
 void CellMap::insert(const CellCoord& c, uint32_t value) {
-  assert(value != kAbsent && find(c) == kAbsent);
+  BP_ASSERT(value != kAbsent && find(c) == kAbsent);  // a cell is inserted once
   if (slots_.empty() || 2 * (size_ + 1) > slots_.size())
     rehash(slots_.empty() ? 64u : uint32_t(slots_.size() * 2));
   uint32_t i = hashOf(c) & mask_;
@@ -28,7 +28,7 @@ void CellMap::insert(const CellCoord& c, uint32_t value) {
 
 void CellMap::assign(const CellCoord& c, uint32_t value) {
   for (uint32_t i = hashOf(c) & mask_;; i = (i + 1) & mask_) {
-    assert(slots_[i].value != kAbsent);
+    BP_ASSERT(slots_[i].value != kAbsent);  // assign() only to a cell in the map
     if (slots_[i].coord == c) {
       slots_[i].value = value;
       return;

@@ -7,7 +7,7 @@
 
 #include "common/even_chunks.h"
 #include "common/report_error.h"
-#include "facade/batch_check.h"
+#include "common/batch_check.h"
 #include "sweep/sweep_kernel_wide.h"
 #include "sweep/sweep_simd.h"
 

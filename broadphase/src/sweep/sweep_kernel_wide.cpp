@@ -16,15 +16,6 @@ namespace bp::wide {
 
 #if defined(BP_HAVE_WIDE_KERNEL)
 
-bool available() {
-  static const bool yes = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  }();
-  return yes;
-}
-
 namespace {
 
 // Writes the pairs of entry `idi` with the lanes of `pass` of the block whose
@@ -272,7 +263,6 @@ BP_WIDE_TARGET void sweepCellAgainst(const CellArrays& m, uint32_t begin, uint32
 
 #else
 
-bool available() { return false; }
 void sweepCell(const CellArrays&, uint32_t, uint32_t, bool, PairBuffer&, PairBudget*) {}
 void sweepCellAgainst(const CellArrays&, uint32_t, uint32_t, const CellArrays&, float, PairBuffer&,
                       PairBudget*) {}

@@ -17,15 +17,13 @@
 // mispredicts about one entry in three.
 #pragma once
 
+#include "common/wide_available.h"
 #include "pairs/pair_budget.h"
 #include "pairs/pair_buffer.h"
 
 #include <cstdint>
 
 namespace bp::wide {
-
-// The CPU can run these (AVX-512 F, BW, VL, DQ). Checked once.
-bool available();
 
 // The SoA arrays of one cell, as SweepCell lays them out: min x, max x,
 // min y, max y, min z, max z, each with at least 16 readable floats of padding

@@ -1,4 +1,5 @@
 #include <broadphase/proxy_id.h>
+#include "common/assert.h"
 
 #include <algorithm>
 #include <atomic>
@@ -33,7 +34,10 @@ ProxyId HandlePool::allocate() {
   return {index, generation_[index]};
 }
 
+// The caller checked that id is live (isLive): a stale id released would
+// free an index twice.
 void HandlePool::release(ProxyId id) {
+  BP_ASSERT(isLive(id));
   live_[id.index] = 0;
   ++generation_[id.index];
   free_.push_back(id.index);

@@ -1,5 +1,5 @@
 // allLiveAndValid (see batch_check.h).
-#include "facade/batch_check.h"
+#include "common/batch_check.h"
 
 #include <algorithm>
 #include <cmath>
