@@ -569,6 +569,8 @@ class BroadPhase {
   // collectPairs() and computeEvents() in one merge, for a structure whose
   // pairs all stand as they are (no slot remapped, no special proxy).
   void mergePairsAndEvents();
+  // update(consume)'s pairs, mapped and filtered, to `consume` in chunks.
+  void streamPairs(FunctionRef<void(std::span<const ProxyPair>)> consume);
   template <class KeyOf, class Merge>
   void mergeInRanges(size_t pairCount, KeyOf&& keyOf, Merge&& merge);
   // Before a frame's events: begun_ and ended_ emptied (and released when

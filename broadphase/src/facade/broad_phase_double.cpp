@@ -10,6 +10,7 @@
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
+#include "facade/float_limits.h"
 #include "facade/layer_check.h"
 #include "facade/query_view.h"
 #include "raytree/ray_tree_nearest.h"
@@ -22,8 +23,6 @@
 namespace bp {
 
 namespace {
-
-constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
 bool knownMotion(MotionType m) {
   return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;

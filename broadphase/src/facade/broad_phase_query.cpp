@@ -8,6 +8,7 @@
 #include "common/ray_order.h"
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
+#include "facade/float_limits.h"
 #include "facade/query_view.h"
 #include "raytree/ray_tree_nearest.h"
 #include "raytree/ray_tree_walk.h"
@@ -21,7 +22,6 @@ namespace bp {
 
 namespace {
 
-constexpr float kInfinity = std::numeric_limits<float>::infinity();
 // Batches of at least this many rays, over a tree of at least this many
 // bytes, are cast in Morton order (common/ray_order.h); batches of at least
 // as many points are searched for their nearest in Morton order, whatever
