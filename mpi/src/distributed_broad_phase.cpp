@@ -494,17 +494,68 @@ Decomposition DistributedBroadPhase::balancedDecomposition(Traffic& traffic) con
   return Decomposition::build(size_, points, weights);
 }
 
+// What update()'s steps share: the traffic and stats they count, and the
+// regions before this frame (`old`: the current ones, or their copy in
+// `previous` when the frame rebalances).
+struct DistributedBroadPhase::FrameRun {
+  Traffic traffic;
+  FrameStats stats;
+  double start = 0;
+  double startCpu = 0;
+  bool rebalance = false;
+  double imbalance = 0;
+  Decomposition previous;
+  const Decomposition* old = nullptr;
+  uint32_t ghosts = 0;
+};
+
+// update(): the steps in their order. Only step 2 throws before anything is
+// applied; a rank whose BroadPhase fails (step 10) is agreed on in the pair
+// exchange, and every rank throws with the proxies updated.
 const GlobalFrame& DistributedBroadPhase::update() {
   Scratch& s = *scratch_;
-  Traffic traffic;
-  const double start = now();
-  const double startCpu = detail::threadCpu();
-  FrameStats stats;
+  FrameRun run;
+  run.start = now();
+  run.startCpu = detail::threadCpu();
+  countDestinations(run);                                        // 1
+  if (s.counts[size_t(size_)] > 0) checkDirectory(run.traffic);  // 2
+  // From here on nothing throws before the rank's BroadPhase update.
+  s.ghosts.clear();
+  s.migrate.clear();
+  s.pairs.clear();
+  dropRemoved(run);          // 3
+  decideRegions(run);        // 4
+  sendDepartures(run);       // 5
+  recordStayers(run);        // 6
+  receiveArrivals(run);      // 7
+  recordArrivalGhosts(run);  // 8
+  applyGhostRecords(run);    // 9
+  settleOwnership(run);
+  std::string failure;
+  const uint64_t failed = findLocalPairs(run, failure) ? 0 : kFlagLocalFailed;  // 10
+  const uint64_t flags = s.pairs.run(comm_, kTagPairs, failed, run.traffic);
+  if (flags & kFlagLocalFailed) {
+    // Proxies, ghosts and history are consistent (the history followed
+    // migrated proxies); the next update() reports events against it.
+    frame_ = {};
+    run.stats.totalSeconds = now() - run.start;
+    stats_ = run.stats;
+    fail(ErrorCode::capacityExceeded,
+         "update: a rank's BroadPhase exceeded its pair budget" +
+             (failure.empty() ? std::string()
+                              : " (rank " + std::to_string(rank_) + ": " + failure + ")") +
+             "; proxies are updated, the pair history is kept");
+  }
+  reportPairsAndEvents();  // 11
+  finishFrame(run);
+  return frame_;
+}
 
-  // 1. Where each proxy goes under the current regions: counts per rank,
-  //    and one more slot for the adds and removes (whether the directory
-  //    has work). One allreduce.
-  std::vector<int64_t>& counts = s.counts;
+// 1. Where each proxy goes under the current regions: counts per rank, and
+//    one more slot for the adds and removes (whether the directory has
+//    work). One allreduce.
+void DistributedBroadPhase::countDestinations(FrameRun& run) {
+  std::vector<int64_t>& counts = scratch_->counts;
   counts.assign(size_t(size_) + 1, 0);
   uint32_t dirtyOwned = 0;
   for (uint32_t i : dirtyList_) {
@@ -518,38 +569,32 @@ const GlobalFrame& DistributedBroadPhase::update() {
   counts[size_t(rank_)] += int64_t(ownedCount_) - dirtyOwned;
   for (const PendingAdd& a : adds_) ++counts[size_t(decomposition_.ownerOf(a.desc.box.center()))];
   counts[size_t(size_)] += int64_t(adds_.size());
-  {
-    const detail::InMpi timer(traffic);
-    MPI_Allreduce(MPI_IN_PLACE, counts.data(), size_ + 1, MPI_INT64_T, MPI_SUM, comm_);
-    ++traffic.collectives;
-  }
+  const detail::InMpi timer(run.traffic);
+  MPI_Allreduce(MPI_IN_PLACE, counts.data(), size_ + 1, MPI_INT64_T, MPI_SUM, comm_);
+  ++run.traffic.collectives;
+}
 
-  // 2. The directory: throws on every rank, nothing applied, on a bad id.
-  if (counts[size_t(size_)] > 0) checkDirectory(traffic);
-
-  // From here on nothing throws before the rank's BroadPhase update.
-  s.ghosts.clear();
-  s.migrate.clear();
-  s.pairs.clear();
-  std::vector<int>& targets = s.targets;
-  std::vector<int>& oldTargets = s.oldTargets;
-
-  // 3. Removals: their ghosts are dropped where the current regions put them.
+// 3. Removals: their ghosts are dropped where the current regions put them.
+void DistributedBroadPhase::dropRemoved(FrameRun& run) {
+  Scratch& s = *scratch_;
   for (uint32_t i : dirtyList_) {
     if (role_[i] != kOwned || !(dirty_[i] & kRemoved)) continue;
-    decomposition_.ranksTouching(grown(boxes_[i]), oldTargets);
-    for (int t : oldTargets) {
+    decomposition_.ranksTouching(grown(boxes_[i]), s.oldTargets);
+    for (int t : s.oldTargets) {
       if (t == rank_) continue;
       ByteWriter w(s.ghosts.to(t));
       w.put(kGhostDrop);
       w.put(ids_[i]);
-      ++stats.ghostRecords;
+      ++run.stats.ghostRecords;
     }
     removeLocal(i);
   }
+}
 
-  // 4. Rebalance when due (every rank takes the same decision from the same
-  //    counts).
+// 4. Rebalance when due: every rank takes the same decision from the same
+//    counts.
+void DistributedBroadPhase::decideRegions(FrameRun& run) {
+  const std::vector<int64_t>& counts = scratch_->counts;
   int64_t total = 0;
   int64_t most = 0;
   for (int r = 0; r < size_; ++r) {
@@ -557,67 +602,36 @@ const GlobalFrame& DistributedBroadPhase::update() {
     most = std::max(most, counts[size_t(r)]);
   }
   const double mean = double(total) / size_;
-  const double imbalance = mean > 0 ? double(most) / mean - 1.0 : 0.0;
-  const bool rebalance = size_ > 1 && total > 0 &&
-                         (!balanced_ || (imbalance > config_.rebalanceThreshold &&
-                                         framesSinceRebalance_ >= config_.rebalanceInterval));
-  const Decomposition* old = &decomposition_;
-  Decomposition previous;
-  if (rebalance) {
-    previous = decomposition_;
-    old = &previous;
-    decomposition_ = balancedDecomposition(traffic);
+  run.imbalance = mean > 0 ? double(most) / mean - 1.0 : 0.0;
+  run.rebalance = size_ > 1 && total > 0 &&
+                  (!balanced_ || (run.imbalance > config_.rebalanceThreshold &&
+                                  framesSinceRebalance_ >= config_.rebalanceInterval));
+  run.old = &decomposition_;
+  if (run.rebalance) {
+    run.previous = decomposition_;
+    run.old = &run.previous;
+    decomposition_ = balancedDecomposition(run.traffic);
     balanced_ = true;
     framesSinceRebalance_ = 0;
-    stats.rebalanced = true;
+    run.stats.rebalanced = true;
   } else {
     ++framesSinceRebalance_;
   }
-  const Decomposition& now_ = decomposition_;
+}
 
-  // 5. Migration: owned proxies whose centre left the region, and every
-  //    pending add, go to their owner with their pair history.
+// 5. Migration: owned proxies whose centre left the region, and every
+//    pending add, go to their owner with their pair history.
+void DistributedBroadPhase::sendDepartures(FrameRun& run) {
+  Scratch& s = *scratch_;
   s.departing.clear();
-  auto leaves = [&](uint32_t i) {
-    if (role_[i] != kOwned) return;
-    const int dest = now_.ownerOf(nextBoxes_[i].center());
-    if (dest == rank_) return;
-    ByteWriter w(s.migrate.to(dest));
-    w.put(ids_[i]);
-    w.put(uint8_t(1));  // has an old box: its ghosts are where that box put them
-    w.put(nextBoxes_[i]);
-    w.put(boxes_[i]);
-    w.put(filters_[i]);
-    w.put(motions_[i]);
-    w.put(userData_[i]);
-    w.putBytes(std::span<const std::byte>(payloads_).subspan(size_t(i) * config_.payloadBytes,
-                                                             config_.payloadBytes));
-    const auto [lo, hi] =
-        std::equal_range(history_.begin(), history_.end(), GlobalPair{ids_[i], 0, 0, 0},
-                         [](const GlobalPair& x, const GlobalPair& y) { return x.a < y.a; });
-    w.put(uint32_t(hi - lo));
-    for (auto it = lo; it != hi; ++it) w.put(*it);
-    // The slot may come back as a ghost, and setLocal() tells the rank's
-    // BroadPhase only what differs from these arrays: make them true of it
-    // again (set*() wrote the new attributes here before any update).
-    if (dirty_[i] & kAttributes) {
-      local_->setFilter(handles_[i], filters_[i]);
-      local_->setMotionType(handles_[i], motions_[i]);
-      local_->setUserData(handles_[i], userData_[i]);
-    }
-    s.departing.push_back(i);
-    role_[i] = kDeparting;
-    --ownedCount_;
-    ++stats.migratedOut;
-  };
-  if (rebalance) {
-    for (uint32_t i = 0; i < role_.size(); ++i) leaves(i);
+  if (run.rebalance) {
+    for (uint32_t i = 0; i < role_.size(); ++i) sendIfLeaving(run, i);
   } else {
     for (uint32_t i : dirtyList_)
-      if (dirty_[i] & kMoved) leaves(i);
+      if (dirty_[i] & kMoved) sendIfLeaving(run, i);
   }
   for (const PendingAdd& a : adds_) {
-    const int dest = now_.ownerOf(a.desc.box.center());
+    const int dest = decomposition_.ownerOf(a.desc.box.center());
     ByteWriter w(s.migrate.to(dest));
     w.put(a.id);
     w.put(uint8_t(0));
@@ -627,7 +641,7 @@ const GlobalFrame& DistributedBroadPhase::update() {
     w.put(a.desc.userData);
     w.putBytes(a.payload);
     w.put(uint32_t(0));
-    if (dest != rank_) ++stats.migratedOut;
+    if (dest != rank_) ++run.stats.migratedOut;
   }
   adds_.clear();
   addIndex_.clear();
@@ -640,74 +654,58 @@ const GlobalFrame& DistributedBroadPhase::update() {
       return std::binary_search(s.departedIds.begin(), s.departedIds.end(), p.a);
     });
   }
-  // 6. Ghost records of the proxies that stay: where the last box put them
-  //    under the old regions, against where the new box puts them under the
-  //    new ones. New targets get the full record, kept targets a move when
-  //    the box changed, lost targets a drop. (Before the arrivals, whose
-  //    slots are fresh and whose old ghosts follow other rules.)
-  const Region& oldMine = old->region(rank_);
-  const Region& newMine = now_.region(rank_);
-  auto stays = [&](uint32_t i) {
-    if (role_[i] != kOwned) return;
-    const Aabb& box = boxes_[i];
-    const Aabb& next = nextBoxes_[i];
-    const bool moved = !sameBox(box, next);
-    const bool attributes = (dirty_[i] & kAttributes) != 0;
-    if (!moved && !attributes && !rebalance) return;
-    const Aabb before = grown(box);
-    const Aabb after = grown(next);
-    // Most proxies lie inside the region before and after: no ghosts either
-    // way, no tree walks, no records.
-    const bool inside = oldMine.encloses(before) && newMine.encloses(after);
-    if (!inside) {
-      old->ranksTouching(before, oldTargets);
-      removeRank(oldTargets, rank_);
-      now_.ranksTouching(after, targets);
-      removeRank(targets, rank_);
-    }
-    for (int t : inside ? std::span<const int>() : std::span<const int>(targets)) {
-      const bool had = hasRank(oldTargets, t);
-      if (had && !attributes && !moved) continue;
-      ByteWriter w(s.ghosts.to(t));
-      w.put(had && !attributes ? kGhostMove : kGhostFull);
-      w.put(ids_[i]);
-      w.put(nextBoxes_[i]);
-      if (!had || attributes) {
-        w.put(filters_[i]);
-        w.put(motions_[i]);
-        w.put(userData_[i]);
-      }
-      ++stats.ghostRecords;
-    }
-    for (int t : inside ? std::span<const int>() : std::span<const int>(oldTargets)) {
-      if (hasRank(targets, t)) continue;
-      ByteWriter w(s.ghosts.to(t));
-      w.put(kGhostDrop);
-      w.put(ids_[i]);
-      ++stats.ghostRecords;
-    }
-    // The rank's BroadPhase gets what changed; filters_ etc. already hold
-    // the new values, so tell it unconditionally when they changed.
-    if (moved) {
-      s.moveHandles.push_back(handles_[i]);
-      s.moveBoxes.push_back(next);
-      boxes_[i] = next;
-    }
-    if (attributes) {
-      local_->setFilter(handles_[i], filters_[i]);
-      local_->setMotionType(handles_[i], motions_[i]);
-      local_->setUserData(handles_[i], userData_[i]);
-    }
-  };
-  if (rebalance) {
+}
+
+// Step 5 for one slot: an owned proxy whose centre the new regions put
+// elsewhere is written to its new owner and marked departing.
+void DistributedBroadPhase::sendIfLeaving(FrameRun& run, uint32_t i) {
+  if (role_[i] != kOwned) return;
+  const int dest = decomposition_.ownerOf(nextBoxes_[i].center());
+  if (dest == rank_) return;
+  Scratch& s = *scratch_;
+  ByteWriter w(s.migrate.to(dest));
+  w.put(ids_[i]);
+  w.put(uint8_t(1));  // has an old box: its ghosts are where that box put them
+  w.put(nextBoxes_[i]);
+  w.put(boxes_[i]);
+  w.put(filters_[i]);
+  w.put(motions_[i]);
+  w.put(userData_[i]);
+  w.putBytes(std::span<const std::byte>(payloads_).subspan(size_t(i) * config_.payloadBytes,
+                                                           config_.payloadBytes));
+  const auto [lo, hi] =
+      std::equal_range(history_.begin(), history_.end(), GlobalPair{ids_[i], 0, 0, 0},
+                       [](const GlobalPair& x, const GlobalPair& y) { return x.a < y.a; });
+  w.put(uint32_t(hi - lo));
+  for (auto it = lo; it != hi; ++it) w.put(*it);
+  // The slot may come back as a ghost, and setLocal() tells the rank's
+  // BroadPhase only what differs from these arrays: make them true of it
+  // again (set*() wrote the new attributes here before any update).
+  if (dirty_[i] & kAttributes) {
+    local_->setFilter(handles_[i], filters_[i]);
+    local_->setMotionType(handles_[i], motions_[i]);
+    local_->setUserData(handles_[i], userData_[i]);
+  }
+  s.departing.push_back(i);
+  role_[i] = kDeparting;
+  --ownedCount_;
+  ++run.stats.migratedOut;
+}
+
+// 6. Ghost records of the proxies that stay (before the arrivals, whose
+//    slots are fresh and whose old ghosts follow other rules), their moves
+//    to the rank's BroadPhase as one batch, then the migration exchange.
+void DistributedBroadPhase::recordStayers(FrameRun& run) {
+  Scratch& s = *scratch_;
+  if (run.rebalance) {
     for (uint32_t i = 0; i < role_.size(); ++i) {
       if (dirty_[i] || role_[i] != kOwned) continue;
-      stays(i);  // untouched proxies whose ghosts the new regions move
+      recordStayer(run, i);  // untouched proxies whose ghosts the new regions move
     }
   }
   for (uint32_t i : dirtyList_) {
-    if (dirty_[i] == 0) continue;  // removed above
-    stays(i);
+    if (dirty_[i] == 0) continue;  // removed in step 3
+    recordStayer(run, i);
     dirty_[i] = 0;
   }
   dirtyList_.clear();
@@ -715,9 +713,73 @@ const GlobalFrame& DistributedBroadPhase::update() {
   local_->move(s.moveHandles, s.moveBoxes);
   s.moveHandles.clear();
   s.moveBoxes.clear();
-  s.migrate.run(comm_, kTagMigrate, 0, traffic);
+  s.migrate.run(comm_, kTagMigrate, 0, run.traffic);
+}
 
-  // 7. Arrivals, sources in rank order (this rank's own adds included).
+// Step 6 for one slot: where the last box put its ghosts under the old
+// regions, against where the new box puts them under the new ones. New
+// targets get the full record, kept targets a move when the box changed,
+// lost targets a drop.
+void DistributedBroadPhase::recordStayer(FrameRun& run, uint32_t i) {
+  if (role_[i] != kOwned) return;
+  Scratch& s = *scratch_;
+  std::vector<int>& targets = s.targets;
+  std::vector<int>& oldTargets = s.oldTargets;
+  const Aabb& box = boxes_[i];
+  const Aabb& next = nextBoxes_[i];
+  const bool moved = !sameBox(box, next);
+  const bool attributes = (dirty_[i] & kAttributes) != 0;
+  if (!moved && !attributes && !run.rebalance) return;
+  const Aabb before = grown(box);
+  const Aabb after = grown(next);
+  // Most proxies lie inside the region before and after: no ghosts either
+  // way, no tree walks, no records.
+  const bool inside =
+      run.old->region(rank_).encloses(before) && decomposition_.region(rank_).encloses(after);
+  if (!inside) {
+    run.old->ranksTouching(before, oldTargets);
+    removeRank(oldTargets, rank_);
+    decomposition_.ranksTouching(after, targets);
+    removeRank(targets, rank_);
+  }
+  for (int t : inside ? std::span<const int>() : std::span<const int>(targets)) {
+    const bool had = hasRank(oldTargets, t);
+    if (had && !attributes && !moved) continue;
+    ByteWriter w(s.ghosts.to(t));
+    w.put(had && !attributes ? kGhostMove : kGhostFull);
+    w.put(ids_[i]);
+    w.put(nextBoxes_[i]);
+    if (!had || attributes) {
+      w.put(filters_[i]);
+      w.put(motions_[i]);
+      w.put(userData_[i]);
+    }
+    ++run.stats.ghostRecords;
+  }
+  for (int t : inside ? std::span<const int>() : std::span<const int>(oldTargets)) {
+    if (hasRank(targets, t)) continue;
+    ByteWriter w(s.ghosts.to(t));
+    w.put(kGhostDrop);
+    w.put(ids_[i]);
+    ++run.stats.ghostRecords;
+  }
+  // The rank's BroadPhase gets what changed; filters_ etc. already hold
+  // the new values, so tell it unconditionally when they changed.
+  if (moved) {
+    s.moveHandles.push_back(handles_[i]);
+    s.moveBoxes.push_back(next);
+    boxes_[i] = next;
+  }
+  if (attributes) {
+    local_->setFilter(handles_[i], filters_[i]);
+    local_->setMotionType(handles_[i], motions_[i]);
+    local_->setUserData(handles_[i], userData_[i]);
+  }
+}
+
+// 7. Arrivals, sources in rank order (this rank's own adds included).
+void DistributedBroadPhase::receiveArrivals(FrameRun& run) {
+  Scratch& s = *scratch_;
   s.arrivals.clear();
   s.historyIn.clear();
   for (int src = 0; src < size_; ++src) {
@@ -746,20 +808,26 @@ const GlobalFrame& DistributedBroadPhase::update() {
       const uint32_t n = r.get<uint32_t>();
       for (uint32_t k = 0; k < n; ++k) s.historyIn.push_back(r.get<GlobalPair>());
       s.arrivals.push_back({i, src, hasOld, oldBox});
-      if (src != rank_) ++stats.migratedIn;
+      if (src != rank_) ++run.stats.migratedIn;
     }
   }
+}
 
-  // 8. Ghost records of the arrivals: the full record to every target (the
-  //    owner changed); a drop to the ranks where the old owner's box put a
-  //    copy under the old regions and the new box puts none.
+// 8. Ghost records of the arrivals: the full record to every target (the
+//    owner changed); a drop to the ranks where the old owner's box put a
+//    copy under the old regions and the new box puts none. Then the ghost
+//    exchange.
+void DistributedBroadPhase::recordArrivalGhosts(FrameRun& run) {
+  Scratch& s = *scratch_;
+  std::vector<int>& targets = s.targets;
+  std::vector<int>& oldTargets = s.oldTargets;
   for (const Scratch::Arrival& a : s.arrivals) {
     const uint32_t i = a.index;
-    now_.ranksTouching(grown(boxes_[i]), targets);
+    decomposition_.ranksTouching(grown(boxes_[i]), targets);
     removeRank(targets, rank_);
     oldTargets.clear();
     if (a.hasOld) {
-      old->ranksTouching(grown(a.oldBox), oldTargets);
+      run.old->ranksTouching(grown(a.oldBox), oldTargets);
       removeRank(oldTargets, a.from);
     }
     for (int t : targets) {
@@ -770,20 +838,23 @@ const GlobalFrame& DistributedBroadPhase::update() {
       w.put(filters_[i]);
       w.put(motions_[i]);
       w.put(userData_[i]);
-      ++stats.ghostRecords;
+      ++run.stats.ghostRecords;
     }
     for (int t : oldTargets) {
       if (t == rank_ || hasRank(targets, t)) continue;
       ByteWriter w(s.ghosts.to(t));
       w.put(kGhostDrop);
       w.put(ids_[i]);
-      ++stats.ghostRecords;
+      ++run.stats.ghostRecords;
     }
   }
-  s.ghosts.run(comm_, kTagGhost, 0, traffic);
+  s.ghosts.run(comm_, kTagGhost, 0, run.traffic);
+}
 
-  // 9. Apply the ghost records, sources in rank order. A departed proxy that
-  //    gets a full record stays here as a ghost; one that gets none goes.
+// 9. Apply the ghost records, sources in rank order. A departed proxy that
+//    gets a full record stays here as a ghost; one that gets none goes.
+void DistributedBroadPhase::applyGhostRecords(FrameRun&) {
+  Scratch& s = *scratch_;
   for (int src = 0; src < size_; ++src) {
     ByteReader r(s.ghosts.from(src));
     while (!r.done()) {
@@ -821,37 +892,43 @@ const GlobalFrame& DistributedBroadPhase::update() {
   s.moveBoxes.clear();
   for (uint32_t i : s.departing)
     if (role_[i] == kDeparting) removeLocal(i);
+}
 
-  // Ownership is final for this frame (even if the update fails below).
+// Ownership is final for this frame (even if the update fails below): the
+// owned lists, and the history that came with the arrivals joins this
+// rank's (it belongs to the proxies now owned here).
+void DistributedBroadPhase::settleOwnership(FrameRun& run) {
+  Scratch& s = *scratch_;
   ownedIds_.clear();
   ownedSlots_.clear();
-  uint32_t ghosts = 0;
+  run.ghosts = 0;
   for (uint32_t i = 0; i < role_.size(); ++i) {
     if (role_[i] == kOwned) {
       ownedIds_.push_back(ids_[i]);
       ownedSlots_.push_back(i);
     }
-    ghosts += role_[i] == kGhost;
+    run.ghosts += role_[i] == kGhost;
   }
-
-  // The history that came with the arrivals joins this rank's (before the
-  // update can fail: it belongs to the proxies now owned here).
   if (!s.historyIn.empty()) {
     const size_t mid = history_.size();
     history_.insert(history_.end(), s.historyIn.begin(), s.historyIn.end());
     std::sort(history_.begin() + ptrdiff_t(mid), history_.end(), byIds);
     std::inplace_merge(history_.begin(), history_.begin() + ptrdiff_t(mid), history_.end(), byIds);
   }
+}
 
-  // 10. The rank's BroadPhase. A failure is agreed on in the pair exchange.
-  uint64_t failed = 0;
-  std::string failure;
+// 10. The rank's BroadPhase, and its pairs: each kept by the one rank whose
+//     region holds the lower corner of the two boxes' intersection, and
+//     sent to the owner of its lower id (kept when that is this rank).
+//     False, with the reason, when the BroadPhase failed.
+bool DistributedBroadPhase::findLocalPairs(FrameRun& run, std::string& failure) {
+  Scratch& s = *scratch_;
   s.current.clear();
   // What the pair loop reads per proxy, packed: pairs come in index order of
   // their first proxy only, so the second is a random access. A proxy whose
   // box lies inside the region makes the corner test unnecessary: the
   // corner lies in that box.
-  const Region& mine = now_.region(rank_);
+  const Region& mine = decomposition_.region(rank_);
   s.info.resize(role_.size());
   for (uint32_t i = 0; i < role_.size(); ++i)
     s.info[i] = {ids_[i], owners_[i], role_[i] != kFree && mine.encloses(boxes_[i])};
@@ -859,8 +936,8 @@ const GlobalFrame& DistributedBroadPhase::update() {
     const double localStart = now();
     const double localCpu = detail::threadCpu();
     const FramePairs& local = local_->update();
-    stats.localSeconds = now() - localStart;
-    stats.localCpuSeconds = detail::threadCpu() - localCpu;
+    run.stats.localSeconds = now() - localStart;
+    run.stats.localCpuSeconds = detail::threadCpu() - localCpu;
     if (config_.local.maxPairs != 0 && local.pairs.size() > config_.local.maxPairs)
       fail(ErrorCode::capacityExceeded,
            std::to_string(local.pairs.size()) +
@@ -887,29 +964,20 @@ const GlobalFrame& DistributedBroadPhase::update() {
         s.current.push_back(g);
       } else {
         ByteWriter(s.pairs.to(dest)).put(g);
-        ++stats.pairsSent;
+        ++run.stats.pairsSent;
       }
     }
   } catch (const Error& e) {
-    failed = kFlagLocalFailed;
     failure = e.what();
+    return false;
   }
-  const uint64_t flags = s.pairs.run(comm_, kTagPairs, failed, traffic);
-  if (flags & kFlagLocalFailed) {
-    // Proxies, ghosts and history are consistent (the history followed
-    // migrated proxies); the next update() reports events against it.
-    frame_ = {};
-    stats.totalSeconds = now() - start;
-    stats_ = stats;
-    fail(ErrorCode::capacityExceeded,
-         "update: a rank's BroadPhase exceeded its pair budget" +
-             (failure.empty() ? std::string()
-                              : " (rank " + std::to_string(rank_) + ": " + failure + ")") +
-             "; proxies are updated, the pair history is kept");
-  }
+  return true;
+}
 
-  // 11. This rank's pairs (lower id owned here), then the events against
-  //     the history.
+// 11. This rank's pairs (lower id owned here), then the events against the
+//     history, which they become.
+void DistributedBroadPhase::reportPairsAndEvents() {
+  Scratch& s = *scratch_;
   for (int src = 0; src < size_; ++src) {
     ByteReader r(s.pairs.from(src));
     while (!r.done()) s.current.push_back(r.get<GlobalPair>());
@@ -917,25 +985,26 @@ const GlobalFrame& DistributedBroadPhase::update() {
   std::sort(s.current.begin(), s.current.end(), byIds);
   begun_.clear();
   ended_.clear();
-  {
-    size_t i = 0, j = 0;
-    const std::vector<GlobalPair>& cur = s.current;
-    while (i < cur.size() || j < history_.size()) {
-      if (j == history_.size() || (i < cur.size() && pairBefore(cur[i], history_[j]))) {
-        begun_.push_back(cur[i++]);
-      } else if (i == cur.size() || pairBefore(history_[j], cur[i])) {
-        ended_.push_back(history_[j++]);
-      } else {
-        ++i;
-        ++j;
-      }
+  size_t i = 0, j = 0;
+  const std::vector<GlobalPair>& cur = s.current;
+  while (i < cur.size() || j < history_.size()) {
+    if (j == history_.size() || (i < cur.size() && pairBefore(cur[i], history_[j]))) {
+      begun_.push_back(cur[i++]);
+    } else if (i == cur.size() || pairBefore(history_[j], cur[i])) {
+      ended_.push_back(history_[j++]);
+    } else {
+      ++i;
+      ++j;
     }
   }
   history_.swap(s.current);
   frame_ = {history_, begun_, ended_};
+}
 
-  // A burst (the first distribution of every proxy, a rebalance) leaves
-  // buffers sized for it: free those a steady frame does not refill.
+// The frame's stats; buffers a burst (the first distribution of every
+// proxy, a rebalance) sized beyond what a steady frame refills, freed.
+void DistributedBroadPhase::finishFrame(FrameRun& run) {
+  Scratch& s = *scratch_;
   detail::trim(adds_);
   detail::trim(s.arrivals);
   detail::trim(s.historyIn);
@@ -949,20 +1018,21 @@ const GlobalFrame& DistributedBroadPhase::update() {
   s.ghosts.trim();
   s.pairs.trim();
 
+  FrameStats& stats = run.stats;
+  const Traffic& traffic = run.traffic;
   stats.owned = ownedCount_;
-  stats.ghosts = ghosts;
+  stats.ghosts = run.ghosts;
   stats.reported = uint32_t(history_.size());
-  stats.imbalance = imbalance;
+  stats.imbalance = run.imbalance;
   stats.bytesSent = traffic.bytesSent;
   stats.bytesReceived = traffic.bytesReceived;
   stats.messagesSent = traffic.messagesSent;
   stats.messagesReceived = traffic.messagesReceived;
   stats.collectives = traffic.collectives;
   stats.exchangeSeconds = traffic.seconds;
-  stats.workCpuSeconds = detail::threadCpu() - startCpu - traffic.cpuSeconds;
-  stats.totalSeconds = now() - start;
+  stats.workCpuSeconds = detail::threadCpu() - run.startCpu - traffic.cpuSeconds;
+  stats.totalSeconds = now() - run.start;
   stats_ = stats;
-  return frame_;
 }
 
 // --- Introspection -------------------------------------------------------------

@@ -41,7 +41,8 @@ PYBIND11_MODULE(broadphase, m) {
            "their own, 'automatic', 'always' or 'never' (docs/rays.md).")
       .def(
           "prepare_rays", [](PyBroadPhase& w) { w.prepareRays(); },
-          "Makes the rays' tree now, so that the next cast_rays does not pay for it.")
+          "Makes the rays' tree now, so that the next cast_rays or nearest does not pay for it "
+          "(a world searched more than it changes calls it after update()).")
       .def("add", &PyBroadPhase::add, py::arg("lo"), py::arg("hi"), py::arg("motion") = "dynamic",
            py::arg("user_data") = py::none(), py::arg("category") = 1, py::arg("mask") = kAll,
            py::arg("layer") = 0,

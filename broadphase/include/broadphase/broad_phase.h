@@ -381,9 +381,10 @@ class BroadPhase {
   void castRaysAll(std::span<const Ray> rays, std::vector<RayHit>& hits,
                    std::vector<size_t>& offsets, const Filter& filter = {}) const;
   /// Makes the rays' tree now, when `rayTree` is not RayTreeMode::never
-  /// and it is not up to date, so that the next rays do not pay for it
-  /// (docs/rays.md): after an update() that a frame of many rays follows,
-  /// or once a static world is loaded. Const and thread-safe as a query.
+  /// and it is not up to date, so that the next rays and nearest searches
+  /// do not pay for it (docs/rays.md): after an update() that a frame of
+  /// many rays follows, or once a static world is loaded. Const and
+  /// thread-safe as a query.
   void prepareRays() const;
   /// The k proxies nearest to `point`, nearest first, ties to the lower
   /// index. Distance: distanceSquared(box, point) of math/aabb.h, in float

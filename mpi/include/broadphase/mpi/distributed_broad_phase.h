@@ -357,6 +357,23 @@ class DistributedBroadPhase {
   void setLocal(uint32_t index, const Aabb& box, const Filter& filter, MotionType motion,
                 uint64_t userData);
   void checkDirectory(detail::Traffic& traffic);
+  // update()'s steps, in order (src/distributed_broad_phase.cpp), sharing a
+  // FrameRun: the traffic and stats they count, the regions before.
+  struct FrameRun;
+  void countDestinations(FrameRun& run);
+  void dropRemoved(FrameRun& run);
+  void decideRegions(FrameRun& run);
+  void sendDepartures(FrameRun& run);
+  void sendIfLeaving(FrameRun& run, uint32_t index);
+  void recordStayers(FrameRun& run);
+  void recordStayer(FrameRun& run, uint32_t index);
+  void receiveArrivals(FrameRun& run);
+  void recordArrivalGhosts(FrameRun& run);
+  void applyGhostRecords(FrameRun& run);
+  void settleOwnership(FrameRun& run);
+  bool findLocalPairs(FrameRun& run, std::string& failure);
+  void reportPairsAndEvents();
+  void finishFrame(FrameRun& run);
   Decomposition balancedDecomposition(detail::Traffic& traffic) const;
   std::string validateLocal() const;
 
