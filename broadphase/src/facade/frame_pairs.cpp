@@ -14,6 +14,7 @@
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
 #include "facade/layer_check.h"
+#include "facade/pair_events.h"
 #include "facade/query_view.h"
 
 #include <tbb/parallel_sort.h>
@@ -191,25 +192,13 @@ void BroadPhase::computeEvents() {
   // Most frames renew no proxy: then a pair in both lists stands without a
   // look at renewed_ (two scattered reads a pair).
   const bool anyRenewed = !renewedList_.empty();
+  const auto renewed = [&](uint32_t p) { return renewed_[p] != 0; };
   mergeInRanges(
       pairs_.size(), [&](size_t j) { return pairs_[j].key(); },
       [&](size_t i, size_t iEnd, size_t j, size_t jEnd, EventPieces piece) {
-        std::vector<ProxyPair>& begun = piece.begun;
-        std::vector<ProxyPair>& ended = piece.ended;
-        while (i < iEnd || j < jEnd) {
-          if (j == jEnd || (i < iEnd && previous_[i].key() < pairs_[j].key())) {
-            ended.push_back(previous_[i++]);
-          } else if (i == iEnd || pairs_[j].key() < previous_[i].key()) {
-            begun.push_back(pairs_[j++]);
-          } else {
-            if (anyRenewed && (renewed_[pairs_[j].a] || renewed_[pairs_[j].b])) {
-              ended.push_back(previous_[i]);
-              begun.push_back(pairs_[j]);
-            }
-            ++i;
-            ++j;
-          }
-        }
+        eventsBetween(std::span<const ProxyPair>(previous_).subspan(i, iEnd - i),
+                      std::span<const ProxyPair>(pairs_).subspan(j, jEnd - j), anyRenewed, renewed,
+                      piece.begun, piece.ended);
       });
 }
 
