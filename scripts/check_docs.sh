@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks the documentation (README.md, docs/*.md, bench/README.md):
+# Checks the documentation (README.md, docs/*.md, docs/decisions/*.md,
+# bench/README.md):
 #  1. every relative link resolves: the file exists, and a #fragment names a
 #     heading of that file (GitHub's anchors: lower case, punctuation
 #     dropped, spaces to hyphens);
@@ -17,7 +18,7 @@ anchors_of() {  # the GitHub anchors of a markdown file's headings, one a line
     sed -E 's/[^a-z0-9 _-]//g; s/ /-/g'
 }
 
-docs=(README.md bench/README.md docs/*.md)
+docs=(README.md bench/README.md docs/*.md docs/decisions/*.md)
 for doc in "${docs[@]}"; do
   dir=$(dirname "$doc")
   # Inline links and images, ](target) or ](target "title"), outside code.
