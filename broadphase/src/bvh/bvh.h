@@ -58,9 +58,9 @@ struct BvhConfig {
   // the standard scenes (every box moves every frame): exact boxes win. Every
   // false candidate costs more in findPairs than refitting every leaf, and
   // with margin 0 and no stretch ("tight") a leaf slot is the exact box, so
-  // the pair walk needs no second, exact test. Tight beat 0.02 + 1 x
-  // displacement by 10-35 % (uniform, sizes, plane at 10^5); 0.02
-  // + 1 x had beaten 0.1 + 2 x by 10-20 %.
+  // the pair walk needs no second, exact test. Tight beat a small margin
+  // plus the displacement, which had beaten a larger one (docs/decisions.md,
+  // "The BVH").
   float margin = 0.0f;
   // Also stretch the fat box by displacementScale x the last displacement in
   // the direction of motion, so that a steadily moving proxy stays inside it

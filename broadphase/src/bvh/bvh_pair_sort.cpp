@@ -25,7 +25,8 @@ void Bvh::sortPairs(Scheduler& scheduler, std::vector<Pair>& out) {
   if (used > 1 && scheduler.threadCount() > 1) {
     // Several workers' buffers: the shared parallel merge. (A counting sort on `a` with atomic
     // bucket cursors and a sort of each bucket was used here before: on clustered 10^5, 1.7 M
-    // pairs, it took over half of a two-thread frame and gave no speed-up at all.)
+    // pairs, it took much of a two-thread frame and gave no speed-up at all; docs/performance.md,
+    // "Figures from the code's history".)
     std::vector<std::span<const Pair>>& pieces = scratchPieces_;
     pieces.clear();
     for (int w = 0; w < buffers; ++w) pieces.emplace_back(pairBuffers_[w]);

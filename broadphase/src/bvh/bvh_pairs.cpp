@@ -420,8 +420,9 @@ void Bvh::collectPairs(Scheduler& scheduler, std::vector<Pair>* sorted,
   sortPairs(scheduler, *sorted);
   // Keeping the dynamic wide copy costs a rewrite of every moved box in the
   // refit; it pays when the walk has work, which the pair count measures
-  // (plane: 0.07 pairs per moving proxy, the wide walk lost 15 %; uniform:
-  // 0.5, it won 8 %). Hysteresis keeps it from flipping every frame.
+  // (plane: 0.07 pairs per moving proxy, the wide walk lost; uniform: 0.5, it
+  // won; docs/performance.md, "Figures from the code's history"). Hysteresis
+  // keeps it from flipping every frame.
   const double perLeaf = double(sorted->size()) / double(std::max(movingLeaves, 1u));
   if (wideWalk_ && perLeaf < kWideLeave) {
     wideWalk_ = false;

@@ -11,9 +11,9 @@ namespace bp {
 // an eighth more than n (twice its old capacity if that is more), so that a
 // count that creeps up from frame to frame (a pair list at the first frames
 // of a scene) does not move to a fresh block again a few frames later: each
-// move copies the list and first-touches new pages, which on the project's
-// VMs cost about 11 us a page (36 MB, a `sizes` 10^6 pair list, took
-// 8 850 page faults, about 100 ms).
+// move copies the list and first-touches new pages, and page faults are dear
+// (docs/decisions.md, "The facade and `automatic`"; docs/memory.md, "Huge
+// pages").
 template <class T>
 void resizeWithHeadroom(std::vector<T>& v, size_t n) {
   if (n > v.capacity()) v.reserve(std::max(n + n / 8, 2 * v.capacity()));

@@ -10,8 +10,8 @@
 
 #define BP_WIDE_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,popcnt")))
 // For a lambda inside a wide function: it does not inherit the target, and it
-// must be inlined to keep the captured windows in registers (called, the
-// sweep kernel ran 28 % slower on uniform 10^5).
+// must be inlined to keep the captured windows in registers (called instead,
+// measurably slower: docs/decisions.md, "The cell kernels").
 #define BP_WIDE_LAMBDA \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,popcnt"), always_inline))
 #endif

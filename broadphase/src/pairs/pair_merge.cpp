@@ -31,15 +31,17 @@ void radixSort(std::span<const std::span<const Pair>> pieces, size_t n, Pair* x,
                uint32_t idBits, const RadixPlan& plan) {
   // The plan in locals: the counter stores could alias the fields of a
   // reference (all uint32_t), and the compiler then reloads them at every
-  // pair (a part sort of 49 k pairs went from 260 to 229 us with this).
+  // pair (measurably slower: docs/performance.md, "Figures from the code's
+  // history").
   const uint32_t passes = plan.passes, digitBits = plan.digitBits;
   const uint32_t buckets = 1u << digitBits;
   thread_local std::vector<uint32_t> countScratch;  // per thread, kept: no allocation
   countScratch.assign(size_t(passes) * buckets, 0);
   uint32_t* const count = countScratch.data();
   auto keyOf = [idBits](const Pair& p) { return (uint64_t(p.a) << idBits) | p.b; };
-  // The first three digits written out (a loop over the digits here cost
-  // the whole sort about 15%: 10^5 proxies take three).
+  // The first three digits written out (10^5 proxies take three): a loop
+  // over the digits here made the whole sort measurably slower
+  // (docs/performance.md, "Figures from the code's history").
   const uint32_t mask = buckets - 1;
   for (const std::span<const Pair>& piece : pieces)
     for (const Pair& p : piece) {
@@ -188,8 +190,9 @@ void mergePairsParallel(Scheduler& scheduler, std::span<const std::span<const Pa
       std::copy_n(h, kBins, bins.data() + size_t(w) * kBins);
     }
   });
-  // Parts of about n / parts pairs each, in bin order (mergePartCount; the
-  // earlier form of this merge took 4.0 ms where this one takes 3.8).
+  // Parts of about n / parts pairs each, in bin order (mergePartCount; faster
+  // than the earlier form of this merge: docs/performance.md, "Figures from
+  // the code's history").
   const uint32_t parts = mergePartCount(n, scheduler.threadCount());
   partOfBin.resize(kBins);
   partStart.assign(size_t(parts) + 1, 0);

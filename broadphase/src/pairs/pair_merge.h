@@ -24,15 +24,15 @@ void mergePairs(std::span<const std::span<const Pair>> buffers, std::vector<Pair
 void mergePairsParallel(Scheduler& scheduler, std::span<const std::span<const Pair>> buffers,
                         std::vector<Pair>& out, std::vector<Pair>& scratch, uint32_t capacity);
 
-// Below this many pairs a merge sorts on one thread: static 10^5's 9.3 k
-// pairs merged in 32 us on two threads against 36 on one (rdtsc per phase,
-// good windows).
+// Below this many pairs a merge sorts on one thread: a few thousand pairs
+// merge barely faster on two threads than on one, and fewer would pay more
+// for the fork than they save (docs/decisions.md, "The pair pipeline").
 inline constexpr size_t kParallelMergeFrom = 4096;
 
 // How many key ranges a parallel merge sorts, one task each: at least one a
 // thread, more when large, so that a part's radix passes run in the core's
-// L2 (parts of about 32 K pairs: 256 KiB in each of the two arrays; two
-// threads, 1.3 M pairs: 3.8 ms, against 4.2 with one part a thread); a
+// L2 (parts of about 32 K pairs: 256 KiB in each of the two arrays; faster
+// than one part a thread, docs/decisions.md, "The pair pipeline"); a
 // multiple of the thread count, so that the threads end together (sizes
 // 10^5, 111 k pairs: 3 parts on 2 threads left one thread two of them). At
 // most 256.

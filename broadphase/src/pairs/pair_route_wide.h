@@ -1,11 +1,9 @@
 // PairRouter's split in AVX-512 (pair_router.h): eight pairs a step, each
-// part's pairs compressed to the front of a register and stored whole.
-// Two threads, N = 10^5, on the project's Zen 5 VM: the routing of sizes' 111 k pairs into
-// four parts took 345-374 k TSC cycles a frame with the scalar loop and
-// 235-243 k with this one (rdtsc around route() on each worker, summed),
-// uniform's 49 k into two 100 -> 69 k; the sizes frame 1.410 -> 1.370 ms
-// (bpbench medians of eight alternating runs of the builds, quiet minutes),
-// uniform and static unchanged.
+// part's pairs compressed to the front of a register and stored whole. The
+// routing takes markedly fewer cycles than the scalar loop's, and the frame
+// of `sizes` (many pairs, four parts) is a little faster for it
+// (docs/decisions.md, "The pair pipeline"; `uniform`'s routing:
+// docs/performance.md, "Figures from the code's history").
 #pragma once
 
 #include <broadphase/pair.h>

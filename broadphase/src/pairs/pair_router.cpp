@@ -141,10 +141,9 @@ void PairRouter::merge(Scheduler& scheduler, std::vector<Pair>& out, std::vector
     // the first pass has read it by the time the second writes there, and
     // the sort then runs over two arrays of the part and the other worker's
     // piece, not three, and writes its scratch where this core wrote last
-    // (as mergePairsFrom on one thread). Phase timers, two threads, quiet
-    // windows, six alternating runs each: the merge of sizes 10^5 (111 k
-    // pairs) 806 -> 763 k TSC cycles a frame, of uniform (49 k) 351 -> 310;
-    // whole frames (bpbench, eight alternating pairs of runs) within 1 %.
+    // (as mergePairsFrom on one thread). The merge is faster for it on two
+    // threads, whole frames within the noise (docs/decisions.md, "The pair
+    // pipeline").
     const bool ownScratch = radixPassesOdd(capacity_);
     scheduler.forEach(0, parts_, 1, [&](uint32_t begin, uint32_t end) {
       // Per thread (this body runs on the workers), kept: no allocation.

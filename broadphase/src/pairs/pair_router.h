@@ -4,10 +4,11 @@
 //
 // Why: the parallel merge of pair_merge.h first reads every pair to count
 // it by range, then moves every pair to its range (across cores), and only
-// then sorts the ranges. Uniform 10^5 on two threads: 355 k of its 2540 k
-// TSC cycles a frame, of which the count and the move 105 k. Routed here, a
-// pair is moved once, by the worker that found it, from a buffer still in
-// its L1 (a cell's pairs at a time), and the merge is the sorts alone.
+// then sorts the ranges, and the count and the move are a large share of
+// that merge (docs/performance.md, "Figures from the code's history"). Routed
+// here, a pair is moved once, by the worker that found it, from a buffer
+// still in its L1 (a cell's pairs at a time), and the merge is the sorts
+// alone.
 //
 // The ranges are one a thread, or more when a range would not fit in a
 // core's L2, cut where the last frame's sorted pairs divide evenly: the pairs of one frame are
@@ -47,10 +48,10 @@ class PairRouter {
   void discard();
   // Whether to route a frame like the last one: up to 2^16 pairs a thread.
   // Beyond, the parts of the merge outgrow the caches, and routing the pairs
-  // through memory once more cost more than the split it saves (clustered
-  // 10^5, 2.5 M pairs, two threads: 18.0 ms a frame against 16.7 with
-  // mergePairsParallel). A caller that merges otherwise passes its sorted
-  // pairs to remember(), so that the choice follows the count.
+  // through memory once more costs more than the split it saves: the counted
+  // mergePairsParallel is then faster (docs/decisions.md, "The pair
+  // pipeline"). A caller that merges otherwise passes its sorted pairs to
+  // remember(), so that the choice follows the count.
   bool worthRouting(int threads) const;
   void remember(std::span<const Pair> sorted, int threads);
   uint32_t partCount() const { return parts_; }

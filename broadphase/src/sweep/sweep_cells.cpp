@@ -15,16 +15,15 @@
 // compacted, regathered and re-sorted in parallel; (3) empty cells are
 // released.
 //
-// Coherence policy (measured with bench/micro/sweep_bench.cpp, one thread,
-// N = 10^5, every box moving, on an earlier version of the cells): keeping each
-// cell's order and repairing it by insertion sort cost 6.6 ms a frame on
-// `uniform` against 16.0 ms for a fresh grid every frame (SweepRebuildFrame:
-// hashing every entry into new cells and std::sort per cell), and 92 vs 90 ms
-// on `clustered`, whose dense cells reorder a lot and whose time is dominated
-// by its 2.5 M pairs. So the cells are kept. The sort itself is
-// sweep_sort.cpp: a new cell or a crowd of entrants is sorted afresh, and a
-// repair that runs over its budget of 8n + 64 shifts (a teleport storm, a
-// dense pile) falls back to std::sort.
+// Coherence policy: keeping each cell's order and repairing it by insertion
+// sort is far cheaper on `uniform` than a fresh grid every frame (hashing
+// every entry into new cells and std::sort per cell), and about the same on
+// `clustered`, whose dense cells reorder a lot and whose time is dominated
+// by its 2.5 M pairs (docs/decisions.md, "Coherence and the sort"; measured
+// on an earlier version of the cells). So the cells are kept. The sort
+// itself is sweep_sort.cpp: a new cell or a crowd of entrants is sorted
+// afresh, and a repair that runs over its budget of 8n + 64 shifts (a
+// teleport storm, a dense pile) falls back to std::sort.
 #include <broadphase/error.h>
 #include "sweep/sweep_grid.h"
 
@@ -584,14 +583,13 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   if (refreshAll) {
     // The relinks are planned in parallel chunks; resolveRelinks() then
     // applies the plans in dirty-list order, leaving each cell's share to its
-    // refresh. A relink costs about 150-250 cycles, mostly cache misses and
-    // cell lookups. Chunks of 64 to 1024 relinks (evenChunks), so about 5 us
-    // of work at least, against a fork's microsecond: uniform 10^5's ~3.5 k
-    // relinks a frame make four chunks of about 900 on two threads. Static
-    // 10^5 relinks only ~250 a frame: with chunks of at least 128 that was one
-    // chunk, the frame's one serial planning step (two threads, phase timers:
-    // the planning fork took 43-47 k cycles against 55 on one thread; in two
-    // chunks of about 125, 34).
+    // refresh. A relink is a few cache misses and cell lookups, so chunks of
+    // 64 to 1024 relinks (evenChunks) hold several times a fork's cost
+    // (docs/performance.md, "Figures from the code's history"): uniform
+    // 10^5's ~3.5 k relinks a frame make four chunks of about 900 on two
+    // threads. Static 10^5 relinks only ~250 a frame: with chunks of at least
+    // 128 that was one chunk, the frame's one serial planning step; two
+    // chunks of about 125 plan faster (docs/decisions.md, "Relinks").
     const EvenChunks split = evenChunks(nd, 1024, 64, uint32_t(scheduler.threadCount()));
     const uint32_t chunks = split.count, chunkSize = split.size;
     if (relinkPlans_.size() < chunks) relinkPlans_.resize(chunks);
@@ -610,7 +608,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
           // The fields planRelink reads and writes, 12 relinks ahead: they
           // are cold by now (the move streamed megabytes since), and one
           // relink's misses would otherwise be waited for one after another
-          // (uniform 10^5, one thread: the planning 0.21 -> 0.13 ms).
+          // (docs/decisions.md, "Relinks").
           if (k + 12 < last) {
             const uint32_t ahead = dirtyList_[k + 12];
             __builtin_prefetch(&boxes_[ahead]);

@@ -219,15 +219,14 @@ void SweepGrid::moveBatchCulprit(std::span<const ProxyId> ids, std::span<const A
 //   lists (its entries' places), closed up afterwards; otherwise the writes
 //   are serial. (The check pass used to work the states out too, to count
 //   each chunk's list entries in advance: on plane 10^5, two threads, that
-//   pass took three times as long as the writes.)
+//   pass took longer than the writes; docs/decisions.md, "The batch move".)
 // - A batch large enough that update() will refresh every moving cell and
 //   clear the dirty states wholesale (see beginUpdate) only counts the
 //   proxies that stay in their cells (unlistedStays_) rather than listing
 //   them: update() would not read the list.
 // Both passes are branch-free per entry (the box checked and moved in one
-// register; see allLiveAndValid and writeBatch): on uniform 10^5, one thread, the
-// batch move fell from about 0.55 to 0.37 ms (an A/B driver run, old and new
-// build alternating).
+// register; see allLiveAndValid and writeBatch), which made the batch move
+// markedly faster (docs/decisions.md, "The batch move").
 template <class Batch>
 void SweepGrid::moveBatch(const Batch& batch, uint32_t n, Scheduler* scheduler, bool checked) {
   constexpr bool kHandles = std::is_same_v<Batch, HandleBatch>;
@@ -315,9 +314,9 @@ SweepGrid::Listed SweepGrid::writeBatch(const Batch& batch, uint32_t begin, uint
     const uint8_t state = dirtyStateInLanes(v, invSide8_, stayKey_[i]);
     // The move no longer reads the registration of the proxies that stay
     // (the key holds what it needs), so update()'s relink planning would meet
-    // these fields cold: fetch them now for the few that relink (uniform
-    // 10^5, one thread: without this, the planning took 0.5 ms more than the
-    // move saved).
+    // these fields cold: fetch them now for the few that relink (without
+    // this, the planning lost more than the move saved: docs/decisions.md,
+    // "The batch move").
     if (state == kDirtyRelink) {
       _mm_prefetch(reinterpret_cast<const char*>(&range_[i]), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(&kind_[i]), _MM_HINT_T0);

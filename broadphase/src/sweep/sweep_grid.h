@@ -96,8 +96,8 @@ struct SweepGridConfig {
   // `plane`) from paying per-cell costs for near-empty cells. The automatic
   // size is re-picked when the live count has grown 8x since. (The density
   // rule counts cubes of the cross-section side; a cell, cellStretchX times
-  // longer, holds that many times more. 64 over 32: plane 10^5 2.04 -> 1.92
-  // ms, the other scenes within noise.)
+  // longer, holds that many times more. 64 over 32 is faster on `plane`, the
+  // other scenes within noise: docs/decisions.md, "Layout".)
   float cellSize = 0.0f;
   float cellSizeFactor = 6.0f;
   float targetBoxesPerCell = 64.0f;
@@ -108,13 +108,11 @@ struct SweepGridConfig {
   // Cells are this many times longer along x, the sweep axis, than across.
   // The sort already prunes along x, so a long cell adds few candidates per
   // box, while fewer boxes straddle its faces (fewer entries, fewer cells,
-  // fewer membership changes). Measured one thread, N = 10^5: with the 8-lane
-  // kernel, 1 -> 4 took uniform from 3.9 to 3.4 ms, sizes 5.2 to 4.1, plane
-  // 3.5 to 2.9; with the 16-lane kernel, whose one block holds more
-  // candidates, 4 -> 16 took uniform 2.23 -> 2.13 ms, plane 1.69 -> 1.60,
-  // static 0.49 -> 0.45, sizes 2.59 -> 2.47, clustered unchanged (bpbench,
-  // same run); 32 and 64 were no better. At 10^5 a uniform world is then one
-  // cell long: columns of cells across y and z. In [1, 64].
+  // fewer membership changes). 4 is faster than 1 with the 8-lane kernel,
+  // and 16 than 4 with the 16-lane kernel, whose one block holds more
+  // candidates; 32 and 64 are no better (docs/decisions.md, "Layout"). At
+  // 10^5 a uniform world is then one cell long: columns of cells across y
+  // and z. In [1, 64].
   float cellStretchX = 16.0f;
   // Which cell sweep runs. automatic: the 16-lane AVX-512 kernel on cells
   // where an entry meets half a candidate or more on average (all but the
@@ -467,8 +465,8 @@ class SweepGrid {
   // Plans are filled by different workers side by side, and every
   // push_back writes its vector's header: each plan has two 128-byte slots
   // of its own (unpadded, two plans shared a line; the planning phase of
-  // uniform 10^5 on two threads measured the same either way, 0.22 M TSC
-  // cycles, as its ~3 k relinks make few events a chunk).
+  // uniform 10^5 on two threads measured the same either way, as its ~3 k
+  // relinks make few events a chunk: docs/decisions.md, "Threads").
   struct alignas(kFalseSharingRange) RelinkPlan {
     std::vector<CellEvent> events;
     std::vector<uint32_t> changed;

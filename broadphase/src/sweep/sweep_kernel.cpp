@@ -29,15 +29,12 @@ constexpr size_t kStreamChunk = 2048;
 
 // The 16-lane kernel runs on cells whose members' x extents add up to at
 // least this many cell lengths, i.e. where an entry meets about that many
-// candidates. A/B at N = 10^5, one thread, every cell on one kernel:
-// findPairs on uniform (about 6 candidates an entry) 2.47 ms narrow, 2.23
-// wide; sizes 2.92 / 2.55; static 0.55 / 0.48; clustered 28.6 / 26.8; but
-// plane (about one candidate an entry) 1.46 / 1.66, hence the rule, at 2.0
-// then. Since the 16-lane self sweep defers its pair writes and slides its
-// first block in registers, plane is faster on it too: 1.80 ->
-// 1.71 ms with the rule at 0.5, 1.82 -> 1.77 with every cell wide (A/B,
-// alternating builds, 9 runs each; whole-run cycles -4 % either way), static
-// and sizes unchanged.
+// candidates. Every cell on one kernel, the wide one was faster on every
+// scene with several candidates an entry (uniform: about 6), but slower on
+// plane (about one candidate an entry), hence the rule, at 2.0 then. Since
+// the 16-lane self sweep defers its pair writes and slides its first block
+// in registers, plane is faster on it too, so the rule is at 0.5
+// (docs/decisions.md, "The cell kernels").
 constexpr float kWideCrowd = 0.5f;
 constexpr float kDeferCrowd = 16.0f;
 
@@ -55,8 +52,9 @@ wide::CellArrays arraysOf(const SweepCell& c) {
 
 // Cells per task of the refresh-and-sweep loop. Small, because cell costs
 // are very unequal on clustered scenes (a few cells at the cluster centres
-// hold most entries): two threads, 10^5, grain 32 -> 4 took clustered from
-// 28.0 to 22.4 ms a frame, uniform unchanged (1.88 / 1.85 ms).
+// hold most entries): on two threads, grain 4 is much faster than 32 on
+// clustered, and the same on uniform (docs/decisions.md, "Refresh and
+// tasks").
 constexpr uint32_t kCellGrain = 4;
 
 // On several threads, a worker hands its pairs to the router in batches of
@@ -145,10 +143,10 @@ void SweepGrid::sweepCell(uint32_t cell, uint32_t begin, uint32_t end, PairBuffe
   // Eight candidates per block, without a branch per candidate or per pair
   // (emitPairs). Keys are sorted, so the lanes passing x are a prefix, and
   // the scan goes on only while a block is entirely inside (the +inf padding
-  // ends it at n at the latest). Measured against always running two blocks
-  // (fewer loop exits to predict): one block first is 4-20% faster on every
-  // scene at N = 10^5, since with cells 4x longer along x most entries have
-  // fewer than 8 candidates.
+  // ends it at n at the latest). One block first is faster on every scene
+  // than always running two blocks (fewer loop exits to predict), since with
+  // cells long along x most entries have fewer than 8 candidates
+  // (docs/decisions.md, "The cell kernels").
   for (uint32_t i = begin; i < end; ++i) {
     if (!gate.open(out)) return;
     const __m256 xi = _mm256_set1_ps(maxX[i]);
@@ -459,16 +457,10 @@ void SweepGrid::findPairsInto(Scheduler& scheduler, PairBudget* budget, Flush&& 
     // the boxes of the next moving cells of this task, about kPrefetchAhead
     // members ahead, are prefetched while this one is refreshed and swept
     // (their members as of the last refresh: an entrant is missed, a leaver
-    // fetched for nothing). On a Zen 5 VM whose caches are slow and shared,
-    // bpbench median ms at N = 10^5, builds alternating, 5 runs
-    // each: one thread uniform 2.89 -> 2.71, sizes 3.38 -> 3.29, plane 2.43
-    // -> 2.34, static 0.74 -> 0.71; two threads uniform 2.47 -> 2.21, sizes
-    // 3.04 -> 2.83, static 0.61 -> 0.57; clustered within 1 % (phase
-    // timers); in a later, faster stretch uniform read the same both ways
-    // (2.54-2.73 ms, 8 runs each): it pays when memory is slow, and costs
-    // little when it is not. Prefetching only the next cell gained 1-7 % on
-    // uniform, depending on the machine's state, and the current cell's
-    // boxes just before its refresh nothing. (On an older Intel VM,
+    // fetched for nothing). It pays when memory is slow, and costs little
+    // when it is not; prefetching only the next cell gains less, and the
+    // current cell's boxes just before its refresh nothing
+    // (docs/decisions.md, "Refresh and tasks"). (On an older Intel VM,
     // prefetching the next cell during the sweep gained nothing.)
     BoxPrefetch prefetch{begin};
     for (uint32_t u = begin; u < end; ++u) {
@@ -535,7 +527,8 @@ void SweepGrid::findPairs(Scheduler& scheduler, std::vector<Pair>& out, PairBudg
     // hundred (they are still in its L1), and at the end of each task; the
     // merge is then one sort a range (pair_router.h). (Routed after every
     // unit, static 10^5's 9.3 k pairs came about 30 at a time and the calls
-    // cost about 3 TSC cycles a pair.) A budget is charged before routing:
+    // cost several times more: docs/decisions.md, "The pair pipeline".) A
+    // budget is charged before routing:
     // the router holds charged pairs only.
     router_.begin(threads, capacity());
     findPairsInto(scheduler, budget, [&](PairBuffer& buffer, bool last) {

@@ -73,7 +73,8 @@ BP_WIDE_TARGET inline __m512i slideInTwo(__m512i w, const float* p) {
 // sweep_kernel_wide.h); the second pass branches once per entry with pairs
 // and once per 32 entries. An entry's later blocks write as they go.
 // One body, compiled twice: with the choice a run-time flag, the compiler kept
-// it inside the loop (2 % more instructions on uniform and clustered).
+// it inside the loop (more instructions; docs/performance.md, "Figures from
+// the code's history").
 template <bool kDeferWrites, class Gate>
 BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t end,
                                   PairBuffer& buffer, Gate& gate) {
@@ -95,11 +96,9 @@ BP_WIDE_TARGET void sweepCellWith(const CellArrays& c, uint32_t begin, uint32_t 
   // The first block of entry i (entries i + 1 ... i + 16) is kept in
   // registers and slides along (valignd with the entries that come in), so
   // it costs a broadcast load a column instead of a 64-byte load that
-  // crosses a cache line 15 times in 16: uniform 10^5's cell sweeps and
-  // merge went from 0.88 to 0.80 ms (bp_micro_bench
-  // SweepCellKernel/0/100000, alternating builds), clustered unchanged. It
-  // reads entries begin + 1 ... begin + 16, inside the padding only for an
-  // entry that exists.
+  // crosses a cache line 15 times in 16 (docs/decisions.md, "The cell
+  // kernels"). It reads entries begin + 1 ... begin + 16, inside the padding
+  // only for an entry that exists.
   if (begin >= end) {
     out.finish();
     return;

@@ -5,16 +5,16 @@
 // Why 16 lanes when most entries of a cell have fewer than 8 candidates: one
 // block then nearly always holds every candidate, so the loop's exit is
 // predicted and the per-entry cost is one block. The output is written
-// without a branch per entry on "any pair" (one mispredicts: uniform 10^5
-// went from 2.17 to 2.67 ms with it): the self sweep stores each entry's
-// first-block mask and writes the pairs in a second pass over the masks, 32
-// at a time (uniform 10^5 2.22 -> 2.11 ms, static -4 %, plane and sizes -1 %),
-// on cells where an entry meets at most 16 candidates on average; on the
-// crowded cells of `clustered`, where most entries find pairs, that was 2 %
-// slower, so they write as they go. The sweep against the static twin
-// writes every block's pairs as it goes (deferred there, static was 2 %
-// slower). The 8-lane kernel runs 1-3 blocks an entry with an exit that
-// mispredicts about one entry in three.
+// without a branch per entry on "any pair" (one mispredicts, and made
+// `uniform` much slower): the self sweep stores each entry's first-block
+// mask and writes the pairs in a second pass over the masks, 32 at a time,
+// on cells where an entry meets at most 16 candidates on average, where
+// most entries find no pair; on the crowded cells of `clustered`, where
+// most entries find pairs, deferring was slower, so they write as they go.
+// The sweep against the static twin writes every block's pairs as it goes
+// (deferred there, `static` was slower). The 8-lane kernel runs 1-3 blocks
+// an entry with an exit that mispredicts about one entry in three. (The
+// measurements: docs/decisions.md, "The cell kernels".)
 #pragma once
 
 #include "common/wide_available.h"

@@ -53,10 +53,9 @@ bool checkPoint(const Vec3& p, const char* what) {
 // sorted on min x, so the scan ends at the first min x beyond box.max.x, and
 // starts at the first that can reach box.min.x: no member is longer along x
 // than the cell's maxExtentX. (Cells are long along x; a ray crossing one
-// near its end would otherwise test every member before it. With cells 16x
-// longer than wide, closest-hit rays on uniform 10^5, one thread: 1.21
-// Mrays/s without this start, 1.53 with it, 1.75 with the walk's steps of
-// the cross-section side below; 1.85 with the 4x cells of before.)
+// near its end would otherwise test every member before it; with cells 16x
+// longer than wide, closest-hit rays are markedly faster for this start:
+// docs/performance.md, "Figures from the code's history".)
 template <class Fn>
 bool forEachEntryIn(const SweepCell& c, const Aabb& box, Fn&& fn) {
   const float *minX = c.key(0), *maxX = c.key(1), *minY = c.key(2), *maxY = c.key(3),

@@ -15,8 +15,8 @@
 //   cell, stably; each cell then applies its own events at the start of its
 //   refresh (applyCellEvents), in the parallel refresh tasks. The expensive
 //   part, the scattered writes into cells, is off the serial path. (Uniform
-//   10^5: about 3.7 k proxies relink a frame; applied serially they cost
-//   about 0.13 ms a frame, the largest serial step on two threads.)
+//   10^5: about 3.7 k proxies relink a frame; applied serially they were the
+//   largest serial step on two threads: docs/decisions.md, "Relinks".)
 #include "sweep/sweep_grid.h"
 
 #include "sweep/sweep_cell_range.h"

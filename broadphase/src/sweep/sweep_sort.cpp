@@ -97,9 +97,9 @@ bool insertionSortKeys(uint64_t* keys, uint32_t n, uint64_t budget) {
 // one place down and any that moved up, so the insertion sort after it
 // mostly finds its keys in place, and its branch is predicted: a quarter of
 // the entries of uniform 10^5 change places each frame, mostly by one,
-// which cost a mispredicted branch each. A/B on uniform 10^5, one thread:
-// 2.64 -> 2.44 ms a frame; plane unchanged (1.84 / 1.87). A second pass
-// carrying the smaller key backward gained nothing more.
+// which cost a mispredicted branch each; it speeds up uniform and leaves
+// plane unchanged (docs/decisions.md, "Coherence and the sort"). A second
+// pass carrying the smaller key backward gained nothing more.
 void bubbleForward(uint64_t* keys, uint32_t n) {
   if (n < 2) return;
   uint64_t carry = keys[0];

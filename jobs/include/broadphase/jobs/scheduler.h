@@ -9,8 +9,8 @@
 /// storage.
 ///
 /// Small work runs inline: forEach() does not create tasks when the range is
-/// no bigger than one grain, because below ~1M cycles the cost of waking
-/// workers exceeds the work.
+/// no bigger than one grain, because for small work the cost of waking
+/// workers exceeds the work (docs/threading.md, "Who owns the threads").
 #pragma once
 
 #include <tbb/blocked_range.h>
@@ -78,10 +78,10 @@ class Scheduler {
   /// Asks the arena's sleeping workers to wake, without waiting: an empty task
   /// is enqueued, which one worker runs and then stays awake looking for work
   /// for a while (oneTBB spins some tens of microseconds before it sleeps
-  /// again). A worker asleep takes 5-25 us to join a fork on this project's
-  /// VMs, longer than the first steps of a small frame, so a caller that
-  /// knows parallel work is coming (a frame's moves are being gathered) can
-  /// have that latency pass meanwhile. One thread: nothing to wake.
+  /// again). A worker asleep joins a fork later than the first steps of a
+  /// small frame take (docs/decisions.md, "Threads"), so a caller that knows
+  /// parallel work is coming (a frame's moves are being gathered) can have
+  /// that latency pass meanwhile. One thread: nothing to wake.
   void wake() {
     if (threads_ > 1) arena_->enqueue([] {});
   }
