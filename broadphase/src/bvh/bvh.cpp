@@ -3,8 +3,8 @@
 #include "bvh/bvh.h"
 #include <broadphase/error.h>
 
-#include "common/report_error.h"
 #include "common/batch_check.h"
+#include "common/report_error.h"
 
 #include <cmath>
 #include <string>

@@ -5,9 +5,9 @@
 #include "sweep/sweep_grid.h"
 #include <broadphase/error.h>
 
+#include "common/batch_check.h"
 #include "common/even_chunks.h"
 #include "common/report_error.h"
-#include "common/batch_check.h"
 #include "sweep/sweep_kernel_wide.h"
 #include "sweep/sweep_simd.h"
 
