@@ -577,6 +577,11 @@ class SweepGrid {
   // fn returns false to stop, and then so does this.
   template <class Fn>
   bool forEachCellInRange(const CellRange& r, Fn&& fn) const;
+  // r clipped to the grid's bounds into `clipped`, and how many cell
+  // coordinates it spans, counted only until the count passes cells_.size()
+  // (then one pass over every cell is cheaper than a lookup each); 0 when
+  // nothing of r is in the grid.
+  uint64_t clipToGrid(const CellRange& r, CellRange& clipped) const;
   // The cells forEachCellInRange(r) looks at: a lookup in each map per
   // coordinate, or one pass over every cell when that is fewer.
   uint64_t cellsLookedAt(const CellRange& r) const;
@@ -672,16 +677,11 @@ class SweepGrid {
 
 template <class Fn>
 bool SweepGrid::forEachCellInRange(const CellRange& r, Fn&& fn) const {
-  if (cells_.empty()) return true;
-  int32_t lo[3], hi[3];
-  uint64_t count = 1;
-  for (int a = 0; a < 3; ++a) {
-    lo[a] = std::max(r.lo[a], gridBounds_.lo[a]);
-    hi[a] = std::min(r.hi[a], gridBounds_.hi[a]);
-    if (lo[a] > hi[a]) return true;
-  }
-  for (int a = 0; a < 3 && count <= cells_.size(); ++a)
-    count *= uint64_t(int64_t(hi[a]) - lo[a] + 1);
+  CellRange clipped;
+  const uint64_t count = clipToGrid(r, clipped);
+  if (count == 0) return true;
+  const int32_t* lo = clipped.lo;
+  const int32_t* hi = clipped.hi;
   if (count > cells_.size()) {
     for (const PaddedCell& pc : cells_) {
       const CellCoord& c = pc.value.coord;

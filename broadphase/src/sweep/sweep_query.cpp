@@ -413,15 +413,22 @@ void SweepGrid::queryPoint(const Vec3& point, OverlapCallback callback) const {
   }
 }
 
-uint64_t SweepGrid::cellsLookedAt(const CellRange& r) const {
+uint64_t SweepGrid::clipToGrid(const CellRange& r, CellRange& clipped) const {
   if (cells_.empty()) return 0;
-  uint64_t count = 1;
-  for (int a = 0; a < 3 && count <= cells_.size(); ++a) {
-    const int32_t lo = std::max(r.lo[a], gridBounds_.lo[a]);
-    const int32_t hi = std::min(r.hi[a], gridBounds_.hi[a]);
-    if (lo > hi) return 0;
-    count *= uint64_t(int64_t(hi) - lo + 1);
+  for (int a = 0; a < 3; ++a) {
+    clipped.lo[a] = std::max(r.lo[a], gridBounds_.lo[a]);
+    clipped.hi[a] = std::min(r.hi[a], gridBounds_.hi[a]);
+    if (clipped.lo[a] > clipped.hi[a]) return 0;
   }
+  uint64_t count = 1;
+  for (int a = 0; a < 3 && count <= cells_.size(); ++a)
+    count *= uint64_t(int64_t(clipped.hi[a]) - clipped.lo[a] + 1);
+  return count;
+}
+
+uint64_t SweepGrid::cellsLookedAt(const CellRange& r) const {
+  CellRange clipped;
+  const uint64_t count = clipToGrid(r, clipped);
   return count > cells_.size() ? cells_.size() : count * maps_.size();
 }
 
