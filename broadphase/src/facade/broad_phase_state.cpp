@@ -55,10 +55,9 @@ struct BroadPhase::StateCodec {
     LayerTable layerTable;
     std::vector<uint32_t> renewedList;
     std::vector<ProxyPair> pairs, begun, ended;
-    // The double section (empty vectors without it).
-    DVec3 origin;
-    PagedArray<uint8_t> isDouble;
-    PagedArray<DAabb> pendingDouble, appliedDouble;
+    // The double section (empty without it): the origin and the double
+    // proxies' DAabbs, as the object keeps them (its count from the header).
+    DoubleWorld doubles;
   };
 
   static void save(const BroadPhase& b, std::vector<std::byte>& out);
@@ -431,16 +430,13 @@ bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingC
     return false;
   };
   const uint32_t cap = d.header.capacity, count = d.header.doubleCount;
-  d.origin = r.dvec();
+  DoubleWorld& w = d.doubles;
+  w.origin = r.dvec();
   (void)r.u64();  // pendingCount, read by decode()
-  if (!isFinite(d.origin))
-    return fail("the origin " + toString(DAabb{d.origin, d.origin}) + " is not finite");
-  if (count == 0 && sameBits(d.origin, DVec3{}))
+  if (!isFinite(w.origin))
+    return fail("the origin " + toString(DAabb{w.origin, w.origin}) + " is not finite");
+  if (count == 0 && sameBits(w.origin, DVec3{}))
     return fail("a double section with no double proxy and a zero origin");
-  const auto isDouble = [&](uint32_t i) {
-    const uint8_t* flag = d.isDouble.find(i);
-    return flag != nullptr && *flag != 0;
-  };
   for (uint32_t k = 0, last = 0; k < count; ++k) {
     const uint32_t i = r.u32();
     const DAabb box = r.dbox();
@@ -449,13 +445,14 @@ bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingC
                   ") is not a live proxy in ascending order");
     last = i;
     if (!isValid(box)) return fail("double proxy " + str(i) + ": " + describeInvalid(box));
-    d.isDouble.at(i) = 1;
-    d.appliedDouble.at(i) = d.pendingDouble.at(i) = box;
+    w.reserveIndex(i);
+    w.isDouble[i] = 1;
+    w.applied[i] = w.pending[i] = box;
   }
   for (uint64_t k = 0, last = 0; k < pendingCount; ++k) {
     const uint32_t i = r.u32();
     const DAabb box = r.dbox();
-    if (i >= cap || !isDouble(i) || (k > 0 && i <= last))
+    if (i >= cap || !w.has(i) || (k > 0 && i <= last))
       return fail("pending double box entry " + str(k) + " (" + str(i) +
                   ") is not a double proxy in ascending order");
     last = i;
@@ -464,21 +461,21 @@ bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingC
     const uint8_t f = d.flags[i];
     if ((f & kFlagPendingAdd) && !(f & kFlagRehome))
       return fail(at + "listed for a proxy not in the structure");
-    if (sameBits(box, d.appliedDouble[i])) return fail(at + "the same as its applied box");
-    d.pendingDouble[i] = box;
+    if (sameBits(box, w.applied[i])) return fail(at + "the same as its applied box");
+    w.pending[i] = box;
   }
   std::string why;
-  d.isDouble.forEachMade([&](uint32_t i, uint8_t flag) {
-    if (flag == 0 || !why.empty()) return;
+  w.forEachDouble([&](uint32_t i) {
+    if (!why.empty()) return;
     const std::string at = "double proxy " + str(i) + ": ";
-    if (!sameBits(d.boxes[i], roundOutward(d.pendingDouble[i], d.origin))) {
+    if (!sameBits(d.boxes[i], roundOutward(w.pending[i], w.origin))) {
       why = at + "its box is not its pending DAabb rounded outward around the origin";
       return;
     }
     const uint8_t f = d.flags[i];
     const bool inStructure = !(f & kFlagPendingAdd) || (f & kFlagRehome);
     const Aabb& seen = (f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i];
-    if (inStructure && !sameBits(seen, roundOutward(d.appliedDouble[i], d.origin)))
+    if (inStructure && !sameBits(seen, roundOutward(w.applied[i], w.origin)))
       why = at + "the box queries see is not its applied DAabb rounded outward around the origin";
   });
   return why.empty() || fail(why);
@@ -524,11 +521,7 @@ void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
   structure->update(*b.scheduler_);  // queries answer at once, as after shiftOrigin
   std::unique_ptr<DoubleWorld> dworld;
   if (d.header.doubleWorld != 0) {
-    dworld = std::make_unique<DoubleWorld>();
-    dworld->origin = d.origin;
-    dworld->pending = std::move(d.pendingDouble);
-    dworld->applied = std::move(d.appliedDouble);
-    dworld->isDouble = std::move(d.isDouble);
+    dworld = std::make_unique<DoubleWorld>(std::move(d.doubles));
     dworld->count = d.header.doubleCount;
     special += dworld->count;  // their pairs are decided in double (markDouble)
   }
