@@ -375,6 +375,14 @@ void DistributedBroadPhase::setLocal(uint32_t i, const Aabb& box, const Filter& 
   userData_[i] = userData;
 }
 
+// The rank's BroadPhase given slot i's filter, motion type and user data as
+// these arrays hold them (set*() writes them here before any update).
+void DistributedBroadPhase::tellLocalAttributes(uint32_t i) {
+  local_->setFilter(handles_[i], filters_[i]);
+  local_->setMotionType(handles_[i], motions_[i]);
+  local_->setUserData(handles_[i], userData_[i]);
+}
+
 // --- The frame -------------------------------------------------------------------
 
 // Sends every pending add and remove to the directory rank of its id, which
@@ -681,11 +689,7 @@ void DistributedBroadPhase::sendIfLeaving(FrameRun& run, uint32_t i) {
   // The slot may come back as a ghost, and setLocal() tells the rank's
   // BroadPhase only what differs from these arrays: make them true of it
   // again (set*() wrote the new attributes here before any update).
-  if (dirty_[i] & kAttributes) {
-    local_->setFilter(handles_[i], filters_[i]);
-    local_->setMotionType(handles_[i], motions_[i]);
-    local_->setUserData(handles_[i], userData_[i]);
-  }
+  if (dirty_[i] & kAttributes) tellLocalAttributes(i);
   s.departing.push_back(i);
   role_[i] = kDeparting;
   --ownedCount_;
@@ -770,11 +774,7 @@ void DistributedBroadPhase::recordStayer(FrameRun& run, uint32_t i) {
     s.moveBoxes.push_back(next);
     boxes_[i] = next;
   }
-  if (attributes) {
-    local_->setFilter(handles_[i], filters_[i]);
-    local_->setMotionType(handles_[i], motions_[i]);
-    local_->setUserData(handles_[i], userData_[i]);
-  }
+  if (attributes) tellLocalAttributes(i);
 }
 
 // 7. Arrivals, sources in rank order (this rank's own adds included).

@@ -356,6 +356,7 @@ class DistributedBroadPhase {
   void removeLocal(uint32_t index);
   void setLocal(uint32_t index, const Aabb& box, const Filter& filter, MotionType motion,
                 uint64_t userData);
+  void tellLocalAttributes(uint32_t index);
   void checkDirectory(detail::Traffic& traffic);
   // update()'s steps, in order (src/distributed_broad_phase.cpp), sharing a
   // FrameRun: the traffic and stats they count, the regions before.
