@@ -8,6 +8,7 @@
 #include "child.h"
 #include "commands.h"
 #include "progress.h"
+#include "query_points.h"
 #include "table.h"
 
 #include <broadphase/testkit/brute_force.h>
@@ -42,16 +43,6 @@ uint64_t digestNeighbours(const std::vector<bp::Neighbour>& found) {
   return h;
 }
 
-std::vector<bp::Vec3> makePoints(const bp::Scene& scene, uint32_t count, uint64_t seed) {
-  bp::SceneRng rng(seed + 3);
-  std::vector<bp::Vec3> points(count);
-  for (bp::Vec3& p : points) {
-    const float x = rng.uniform(), y = rng.uniform(), z = rng.uniform();
-    p = bp::Vec3(x * scene.bounds.x(), y * scene.bounds.y(), z * scene.bounds.z());
-  }
-  return points;
-}
-
 uint32_t queriesFor(const Options& o, uint32_t n) {
   return o.queries ? o.queries : std::max<uint32_t>(1, n / 10);
 }
@@ -59,7 +50,7 @@ uint32_t queriesFor(const Options& o, uint32_t n) {
 void measure(const BackendInfo& info, const Options& o, uint32_t n, uint32_t k, Bytes& out) {
   Scheduler scheduler(1);
   const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
-  const std::vector<bp::Vec3> points = makePoints(scene, queriesFor(o, n), o.seed);
+  const std::vector<bp::Vec3> points = makeQueryPoints(scene, queriesFor(o, n), o.seed);
   std::unique_ptr<Backend> backend = info.make();
   Progress progress(
       std::string("nearest ") + info.name + " n=" + std::to_string(n) + " k=" + std::to_string(k),
@@ -152,7 +143,7 @@ int commandNearest(const Options& o) {
       if (!o.check || std::string(who[0]->name) == "brute") continue;
       // The oracle on the first queries, here, on one thread.
       const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
-      const std::vector<bp::Vec3> points = makePoints(scene, queriesFor(o, n), o.seed);
+      const std::vector<bp::Vec3> points = makeQueryPoints(scene, queriesFor(o, n), o.seed);
       const size_t count = std::min<size_t>(points.size(), std::max<size_t>(100, size_t(2e8 / n)));
       for (size_t q = 0; q < count; ++q)
         if (digestNeighbours(bp::brute::nearest(scene.boxes, points[q], k)) !=

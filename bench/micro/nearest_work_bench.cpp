@@ -3,9 +3,11 @@
 // the BVH and of the sweep with the work each reports (nodes visited; boxes
 // ranked + 16 a cell looked at), and the time the rays' tree takes to build
 // a slot, the unit of its price. `uniform`'s boxes, or points at their
-// centres; 20 000 points drawn over the scene's domain; one thread.
+// centres; 20 000 points drawn over the scene's domain as `bpbench nearest`
+// draws them (bpbench/query_points.h); one thread.
 // Arguments are (structure: 0 bvh, 1 sweep, log10 N, k, points: 0 boxes, 1 points).
 #include <broadphase/testkit/scene.h>
+#include "../bpbench/query_points.h"
 #include "bvh/bvh.h"
 #include "raytree/ray_tree.h"
 #include "sweep/sweep_grid.h"
@@ -14,37 +16,24 @@
 
 #include <chrono>
 #include <cmath>
-#include <random>
 
 namespace bp {
 namespace {
 
-std::vector<Aabb> boxesOf(uint32_t n, bool points) {
-  const Scene scene = makeScene(SceneKind::uniform, n);
+std::vector<Aabb> boxesOf(const Scene& scene, bool points) {
   std::vector<Aabb> boxes = scene.boxes;
   if (points)
     for (Aabb& b : boxes) b = Aabb{b.center(), b.center()};
   return boxes;
 }
 
-std::vector<Vec3> pointsOver(const std::vector<Aabb>& boxes) {
-  Aabb domain = Aabb::empty();
-  for (const Aabb& b : boxes) domain = merge(domain, b);
-  std::mt19937 draw(7);
-  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-  std::vector<Vec3> points(20000);
-  for (Vec3& p : points)
-    p = domain.min + Vec3(unit(draw), unit(draw), unit(draw)).cwiseProduct(domain.extent());
-  return points;
-}
-
 template <class Structure>
-void searchAll(benchmark::State& state, const std::vector<Aabb>& boxes) {
+void searchAll(benchmark::State& state, const std::vector<Aabb>& boxes,
+               const std::vector<Vec3>& points) {
   Structure structure;
   for (const Aabb& b : boxes) structure.add(b, false);
   Scheduler scheduler(1);
   structure.update(scheduler);
-  const std::vector<Vec3> points = pointsOver(boxes);
   const uint32_t k = uint32_t(state.range(2));
   std::vector<Neighbour> out;
   uint64_t work = 0, searches = 0;
@@ -61,11 +50,13 @@ void searchAll(benchmark::State& state, const std::vector<Aabb>& boxes) {
 
 void BM_NearestWork(benchmark::State& state) {
   const uint32_t n = uint32_t(std::pow(10.0, double(state.range(1))));
-  const std::vector<Aabb> boxes = boxesOf(n, state.range(3) != 0);
+  const Scene scene = makeScene(SceneKind::uniform, n);
+  const std::vector<Aabb> boxes = boxesOf(scene, state.range(3) != 0);
+  const std::vector<Vec3> points = bpbench::makeQueryPoints(scene, 20000, 1);
   if (state.range(0) == 0)
-    searchAll<Bvh>(state, boxes);
+    searchAll<Bvh>(state, boxes, points);
   else
-    searchAll<SweepGrid>(state, boxes);
+    searchAll<SweepGrid>(state, boxes, points);
   // The unit: the rays' tree built over the same boxes, a slot.
   std::vector<uint32_t> keys(n);
   for (uint32_t i = 0; i < n; ++i) keys[i] = i;
