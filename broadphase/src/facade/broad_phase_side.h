@@ -109,9 +109,9 @@ struct BroadPhase::Side {
   }
   /// What searches of the structure's own nearest that did `work` count as
   /// toward the rays' tree (side_rays.h), whose price is one unit a slot:
-  /// a unit is what building the tree costs a slot, about 0.7-1 us at
-  /// 10^5-10^6 boxes, so a search counts about its time in us. The BVH's
-  /// search takes about 1 us for 4 nodes visited, the sweep's for 16 boxes
+  /// a unit is what building the tree costs a slot, about 0.3-0.85 us at
+  /// 10^5-10^6 boxes, so a search counts about its time in units. The BVH's
+  /// search takes about a unit for 4 nodes visited, the sweep's for 16 boxes
   /// ranked (a cell looked at counts as 16: SweepGrid::kCellLookAsBoxes),
   /// on `uniform` boxes and points at 10^5 and 10^6 (docs/decisions.md,
   /// "Nearest").
