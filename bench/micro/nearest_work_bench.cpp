@@ -1,5 +1,5 @@
 // The weights by which a search of a structure's own nearest counts toward
-// the rays' tree (BroadPhase::Side::nearestAsRays): the time of a search of
+// the rays' tree (BroadPhase::Impl::Side::nearestAsRays): the time of a search of
 // the BVH and of the sweep with the work each reports (nodes visited; boxes
 // ranked + 16 a cell looked at), and the time the rays' tree takes to build
 // a slot, the unit of its price. `uniform`'s boxes, or points at their

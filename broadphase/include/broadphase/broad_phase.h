@@ -58,10 +58,6 @@
 
 namespace bp {
 
-class Bvh;
-class SweepGrid;
-struct EvenChunks;  // a batch's split into chunks (internal, src/common)
-
 /// Which structure finds the pairs and answers the queries. Every structure
 /// gives the same pairs, events and query results, bit for bit.
 enum class Structure : uint8_t {
@@ -70,8 +66,6 @@ enum class Structure : uint8_t {
   automatic,  ///< the structure measured fastest for a frame's pairs: today the cell sweep,
               ///< statics in cells of their own (see docs/threading.md, "automatic")
 };
-
-class RayTree;  // the rays' own tree (internal, src/raytree)
 
 /// When the float rays (castRay in every form, castRayAll, castRays) walk a
 /// tree of their own: a 4-wide tree over every proxy's box, built for rays
@@ -250,7 +244,7 @@ class BroadPhase {
   /// that is not symmetric (invalidArgument); fallback: no effect.
   void setLayerTable(const LayerTable& table);
   /// The layer table in force (as given to the config or setLayerTable).
-  const LayerTable& layerTable() const { return config_.layers; }
+  const LayerTable& layerTable() const;
 
   /// Whether `id` names a live proxy of this broadphase (never reports).
   bool contains(ProxyId id) const;
@@ -289,7 +283,7 @@ class BroadPhase {
   /// does.
   void update(FunctionRef<void(std::span<const ProxyPair>)> consume);
   /// The last update()'s pairs and events (empty after the streaming form).
-  const FramePairs& lastPairs() const { return frame_; }
+  const FramePairs& lastPairs() const;
   /// Wakes the worker threads for the coming update(), without waiting for
   /// them. A worker that slept between frames takes 5-25 us to join the first
   /// fork (measured on 2-vCPU VMs), a tenth of a small frame's two-thread
@@ -299,7 +293,7 @@ class BroadPhase {
   /// gathered), where both costs overlap work, not just before update().
   /// Not needed when the workers just ran other tasks (the engine's
   /// integration). A no-op on one thread.
-  void wakeWorkers() { scheduler_->wake(); }
+  void wakeWorkers();
 
   /// A query thread's hold on the published frame (concurrentQueries). While
   /// it lives, every query this thread makes on the BroadPhase answers
@@ -503,174 +497,13 @@ class BroadPhase {
   /// counts, so this is the pairs after them; 0 after an update() over
   /// maxPairs, which keeps none.
   uint64_t lastStructurePairs() const;
-  Structure structure() const { return config_.structure; }      ///< as configured
-  Scheduler& scheduler() { return *scheduler_; }                 ///< the arena its tasks run in
-  int threadCount() const { return scheduler_->threadCount(); }  ///< the arena's threads
+  Structure structure() const;  ///< as configured
+  Scheduler& scheduler();       ///< the arena its tasks run in
+  int threadCount() const;      ///< the arena's threads
 
  private:
-  struct Side;         // the structure (a Bvh or a SweepGrid) and its slot -> proxy map
-  struct DoubleWorld;  // facade/double_world.h: origin() and the double proxies' boxes
-  struct StateCodec;   // saveState and loadState (broad_phase_state.cpp)
-  // concurrentQueries: what queries read, and a query's hold on it.
-  struct QueryView;
-  struct QueryRead;
-  const RayTree* rayTree(const QueryRead& read, uint64_t count) const;
-  std::unique_ptr<QueryView> view_;
-  // kRehome: a pending add of a proxy whose old slot is still in the
-  // structure (queued in pendingRemoves_), after a change between static and
-  // moving. Queries still find it there until the update.
-  enum : uint8_t { kPendingAdd = 1, kInStructure = 2, kPendingMove = 4, kRehome = 8 };
-
-  // Reports a handle that is not live (false then).
-  bool checkLive(ProxyId id, const char* what) const;
-  ProxyId addChecked(const ProxyDesc& desc);
-  void removeChecked(ProxyId id);
-  std::unique_ptr<Side> makeStructure() const;
-  void rebuild();
-  void recordMove(uint32_t index, const Aabb& box);
-  // Records entries [begin, end) of a checked batch (see the definition).
-  uint32_t recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                       uint32_t end, uint32_t* out);
-  void reportMoveCulprit(std::span<const ProxyId> ids, std::span<const Aabb> boxes) const;
-  // A frame's first batch (see the definition): recorded, rejected (a bad
-  // entry: nothing changed, the culprit is to be reported) or not taken.
-  enum class FirstBatch : uint8_t { recorded, rejected, notTaken };
-  FirstBatch recordFirstBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                              EvenChunks split);
-  uint32_t checkAndRecord(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                          uint32_t end, bool& ascending);
-  void restoreStructureBoxes(std::span<const ProxyId> ids, uint32_t begin, uint32_t end);
-  // Sets kPendingMove on the entries of an unmarked list (movesUnmarked_).
-  void markPendingMoves();
-  // A listed proxy stops being a pending move other than through
-  // applyPending() (remove, rehome): its entry in pendingMoves_ stays behind
-  // and applyPending() drops it.
-  void dropIfListed(uint32_t index) {
-    markPendingMoves();
-    if (state_[index] & kPendingMove) movesDropped_ = true;
-  }
-  // The rule recordMove and the batch move share: a proxy joins
-  // pendingMoves_ unless a move or its add is pending already, and gains
-  // kPendingMove unless its add is pending (the add takes the new box).
-  static bool joinsPendingMoves(uint8_t state) {
-    return (state & (kPendingAdd | kPendingMove)) == 0;
-  }
-  static uint8_t movedState(uint8_t state) {
-    return uint8_t(state | ((state & kPendingAdd) ? 0 : kPendingMove));
-  }
-  void applyPending();
-  bool accepts(uint32_t a, uint32_t b) const;
-  // The structure's pairs into structure_->pairs, under a budget when
-  // maxPairs is set: false when the frame has more (the list is then empty).
-  bool findStructurePairs();
-  // The structure's pairs (found) as the frame's ProxyPairs, filtered and sorted.
-  void collectPairs(std::vector<ProxyPair>& out);
-  // begun_ and ended_ from previous_ and pairs_.
-  void computeEvents();
-  // collectPairs() and computeEvents() in one merge, for a structure whose
-  // pairs all stand as they are (no slot remapped, no special proxy).
-  void mergePairsAndEvents();
-  // update(consume)'s pairs, mapped and filtered, to `consume` in chunks.
-  void streamPairs(FunctionRef<void(std::span<const ProxyPair>)> consume);
-  template <class KeyOf, class Merge>
-  void mergeInRanges(size_t pairCount, KeyOf&& keyOf, Merge&& merge);
-  // Before a frame's events: begun_ and ended_ emptied (and released when
-  // oversized); after: the renewed marks and userDataChanged_ cleared.
-  void clearEvents();
-  void finishEvents();
-  // previous_ grown to this frame's length and its pages touched (see the
-  // definition), for the next update() to write to.
-  void readySpareList();
-  // The double path (broad_phase_double.cpp).
-  DoubleWorld& doubleWorld();
-  bool isDoubleProxy(uint32_t index) const;
-  bool checkDoubleBox(const DAabb& box, const std::string& where) const;
-  void markDouble(uint32_t index, const DAabb& box);
-  void forgetDouble(uint32_t index);
-  void applyDoubleBoxes();
-  bool exactOverlap(uint32_t a, uint32_t b) const;
-  bool checkDoubleShift(const Vec3& offset) const;
-  void applyDoubleShift(const Vec3& offset);
-  bool checkDoubleRay(const DVec3& start, const DVec3& direction, double length,
-                      const DVec3& frameOrigin, const char* what) const;
-  template <class Fn>
-  void walkDoubleRay(const QueryRead& read, const DRay& ray, const Filter& filter, Fn&& fn) const;
-  std::string validateDouble() const;
-
-  BroadPhaseConfig config_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Side> structure_;
-
-  /// Per proxy, indexed by ProxyId::index, a ProxyDesc split by use: the
-  /// box (move() writes 24 dense bytes a proxy), the user data (8 dense
-  /// bytes: the pair loop reads them for every pair, in random order), and
-  /// the rules queries and filters read.
-  struct Rules {
-    Filter filter;
-    MotionType motion;
-    uint8_t layer;  // < kMaxLayers
-  };
-  HandlePool pool_;
-  std::vector<Aabb> boxes_;
-  std::vector<uint64_t> userData_;
-  std::vector<Rules> rules_;
-  /// Live proxies with a non-default filter or kinematic motion, plus live
-  /// double proxies (whose pairs accepts() decides in double); while 0,
-  /// every pair the structure reports stands and accepts() reads nothing.
-  uint32_t special_ = 0;
-  static bool isSpecial(MotionType motion, const Filter& f) {
-    return motion == MotionType::kinematic || f.category != Filter{}.category ||
-           f.mask != Filter{}.mask;
-  }
-  std::vector<ProxyId> inner_;  ///< handle inside the structure
-  std::vector<uint8_t> state_;
-  std::vector<uint8_t> renewed_;  ///< removed (and maybe reused) since the last update
-
-  std::vector<uint32_t> pendingAdds_;
-  std::vector<uint32_t> pendingMoves_;
-  std::vector<ProxyId> pendingRemoves_;  ///< handles inside the structure
-  /// True when some entry of pendingMoves_ no longer names a pending move
-  /// (its proxy was removed or rehomed since): applyPending() drops those.
-  bool movesDropped_ = false;
-  /// True while pendingMoves_ is one first batch recorded without marks
-  /// (recordFirstBatch): its entries are unique pending moves, strictly
-  /// increasing, but lack kPendingMove; markPendingMoves() sets them before
-  /// anything reads them.
-  bool movesUnmarked_ = false;
-  /// The moves the last applyPending() gave the structure, by proxy index,
-  /// each proxy once, its box in boxes_ (the query structure's publish
-  /// reads them).
-  std::vector<uint32_t> appliedMoves_;
-  /// The structure's batch when its slots are not the proxy indices
-  /// (Side::remapped): the slot handles and boxes, gathered.
-  std::vector<ProxyId> moveIds_;
-  std::vector<Aabb> moveBoxes_;
-  /// move(), per chunk of a batch: whether its indices strictly increase,
-  /// and how many entries joined the pending list (for a first batch,
-  /// recordFirstBatch: where its check and record stopped). Each chunk's
-  /// task writes its own entry once, so they need no padding.
-  std::vector<uint8_t> chunkAscending_;
-  std::vector<uint32_t> chunkCount_;
-  std::vector<uint32_t> renewedList_;
-
-  std::vector<ProxyPair> pairs_, previous_, begun_, ended_;
-  /// setUserData() (or a snapshot load) since the last frame's pairs were
-  /// made: a pair that stands may not copy its user data from that frame.
-  bool userDataChanged_ = false;
-  /// computeEvents' per-range pieces, kept across frames (no allocation).
-  struct EventChunk {
-    std::vector<ProxyPair> begun, ended;
-  };
-  /// What one piece of a merge writes to (mergeInRanges).
-  struct EventPieces {
-    std::vector<ProxyPair>& begun;
-    std::vector<ProxyPair>& ended;
-  };
-  std::vector<EventChunk> eventChunks_;
-  FramePairs frame_;
-  /// Allocated by the first double add or shiftOrigin(): a float-only world
-  /// pays nothing for the double path.
-  std::unique_ptr<DoubleWorld> dworld_;
+  struct Impl;  // everything a BroadPhase holds (src/facade/broad_phase_impl.h)
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace bp

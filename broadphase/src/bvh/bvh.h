@@ -38,7 +38,7 @@
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
-#include <broadphase/proxy_id.h>
+#include "common/handle_pool.h"
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
 #include "bvh/bvh_node.h"

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <broadphase/math/aabb.h>
-#include <broadphase/proxy_id.h>
+#include "common/handle_pool.h"
 
 #include <cstddef>
 #include <span>

@@ -1,4 +1,5 @@
-#include <broadphase/proxy_id.h>
+#include "common/handle_pool.h"
+
 #include "common/assert.h"
 
 #include <algorithm>

@@ -1,9 +1,9 @@
-// BroadPhase: the object, the order of update()'s steps, origin shifts and
-// validate(). The steps live by what they own: the change log
+// BroadPhase::Impl: its construction, the order of update()'s steps, origin
+// shifts and validate(). The steps live by what they own: the change log
 // (proxy_changes.cpp), the frame's pairs and events (frame_pairs.cpp), the
 // queries (broad_phase_query.cpp), snapshots (broad_phase_state.cpp), the
 // double path (broad_phase_double.cpp), layers (broad_phase_layers.cpp).
-#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_impl.h"
 
 #include "common/assert.h"
 #include "common/batch_check.h"
@@ -37,7 +37,7 @@ std::string overMaxPairs(uint64_t maxPairs) {
 
 // A bad field is reported; when the handler returns, the field takes its
 // default and the next field is checked.
-BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
+BroadPhase::Impl::Impl(const BroadPhaseConfig& config) : config_(config) {
   const BroadPhaseConfig defaults;
   if (config.arena == nullptr && config.threads < 0) {
     reportError(ErrorCode::invalidArgument,
@@ -75,13 +75,13 @@ BroadPhase::BroadPhase(const BroadPhaseConfig& config) : config_(config) {
 // standard scene and on static/moving mixes, since statics sit in cells of
 // their own that a frame never re-sorts (figures and how they were measured:
 // docs/threading.md, "automatic").
-std::unique_ptr<BroadPhase::Side> BroadPhase::makeStructure() const {
+std::unique_ptr<BroadPhase::Impl::Side> BroadPhase::Impl::makeStructure() const {
   return config_.structure == Structure::bvh ? Side::makeBvh(config_) : Side::makeSweep(config_);
 }
 
-BroadPhase::~BroadPhase() = default;
+BroadPhase::Impl::~Impl() = default;
 
-void BroadPhase::rebuild() {
+void BroadPhase::Impl::rebuild() {
   applyPending();
   structure_ = makeStructure();
   for (uint32_t i = 0; i < rules_.size(); ++i) {
@@ -92,7 +92,7 @@ void BroadPhase::rebuild() {
   }
 }
 
-const FramePairs& BroadPhase::update() {
+const FramePairs& BroadPhase::Impl::update() {
   applyPending();
   std::swap(previous_, pairs_);
   if (!findStructurePairs()) {
@@ -122,7 +122,7 @@ const FramePairs& BroadPhase::update() {
   return frame_;
 }
 
-void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
+void BroadPhase::Impl::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   // Reuses the merged path's parallel stages but hands each worker's chunk
   // straight to the consumer instead of merging.
   applyPending();
@@ -144,7 +144,7 @@ void BroadPhase::update(FunctionRef<void(std::span<const ProxyPair>)> consume) {
 
 // --- Large worlds -------------------------------------------------------------
 
-void BroadPhase::shiftOrigin(const Vec3& offset) {
+void BroadPhase::Impl::shiftOrigin(const Vec3& offset) {
   if (!isFinite(offset)) {
     reportError(ErrorCode::invalidArgument, "shiftOrigin: offset is not finite");
     return;
@@ -175,7 +175,7 @@ void BroadPhase::shiftOrigin(const Vec3& offset) {
 
 // --- Introspection ------------------------------------------------------------
 
-std::string BroadPhase::validate() const {
+std::string BroadPhase::Impl::validate() const {
   if (std::string e = pool_.validate(); !e.empty()) return "handle pool: " + e;
   if (std::string e = structure_->validate(); !e.empty()) return "structure: " + e;
   for (uint32_t i = 0; i < rules_.size(); ++i) {
@@ -219,7 +219,7 @@ std::string BroadPhase::validate() const {
   return {};
 }
 
-size_t BroadPhase::memoryBytes() const {
+size_t BroadPhase::Impl::memoryBytes() const {
   size_t bytes =
       rules_.capacity() * sizeof(Rules) + userData_.capacity() * sizeof(uint64_t) +
       inner_.capacity() * sizeof(ProxyId) + state_.capacity() + renewed_.capacity() +

@@ -4,7 +4,7 @@
 // double here: pairs in accepts() through exactOverlap(), queries by testing
 // every float candidate against the double box. The contract and the error
 // bounds behind the margins below: docs/large_worlds.md.
-#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_impl.h"
 
 #include "common/assert.h"
 #include "common/report_error.h"
@@ -62,16 +62,18 @@ float clipAbove(double t) { return std::nextafter(roundUp(t * (1.0 + 0x1p-20)), 
 
 // --- State --------------------------------------------------------------------
 
-BroadPhase::DoubleWorld& BroadPhase::doubleWorld() {
+BroadPhase::Impl::DoubleWorld& BroadPhase::Impl::doubleWorld() {
   if (!dworld_) dworld_ = std::make_unique<DoubleWorld>();
   return *dworld_;
 }
 
-bool BroadPhase::isDoubleProxy(uint32_t index) const { return dworld_ && dworld_->has(index); }
+bool BroadPhase::Impl::isDoubleProxy(uint32_t index) const {
+  return dworld_ && dworld_->has(index);
+}
 
-DVec3 BroadPhase::origin() const { return dworld_ ? dworld_->origin : DVec3{}; }
+DVec3 BroadPhase::Impl::origin() const { return dworld_ ? dworld_->origin : DVec3{}; }
 
-bool BroadPhase::checkDoubleBox(const DAabb& box, const std::string& where) const {
+bool BroadPhase::Impl::checkDoubleBox(const DAabb& box, const std::string& where) const {
   if (!isValid(box)) {
     reportError(ErrorCode::invalidBox, where + describeInvalid(box));
     return false;
@@ -86,7 +88,7 @@ bool BroadPhase::checkDoubleBox(const DAabb& box, const std::string& where) cons
   return true;
 }
 
-void BroadPhase::markDouble(uint32_t index, const DAabb& box) {
+void BroadPhase::Impl::markDouble(uint32_t index, const DAabb& box) {
   DoubleWorld& w = doubleWorld();
   BP_ASSERT(!w.has(index));  // an index is marked once while its proxy lives
   w.reserveIndex(index);
@@ -97,7 +99,7 @@ void BroadPhase::markDouble(uint32_t index, const DAabb& box) {
   ++special_;  // its pairs go through accepts(), which decides them in double
 }
 
-void BroadPhase::forgetDouble(uint32_t index) {
+void BroadPhase::Impl::forgetDouble(uint32_t index) {
   if (!dworld_->has(index)) return;
   BP_ASSERT(dworld_->count > 0 && special_ >= dworld_->count);
   dworld_->isDouble[index] = 0;
@@ -108,7 +110,7 @@ void BroadPhase::forgetDouble(uint32_t index) {
 
 // Called by applyPending() before it clears the pending states: the double
 // boxes of the adds and moves it applies become what queries test.
-void BroadPhase::applyDoubleBoxes() {
+void BroadPhase::Impl::applyDoubleBoxes() {
   DoubleWorld& w = *dworld_;
   auto apply = [&](uint32_t i) {
     w.applied[i] = w.pending[i];
@@ -122,7 +124,7 @@ void BroadPhase::applyDoubleBoxes() {
 
 // accepts(), after applyPending(): a pair with a double proxy stands when
 // the double boxes overlap (the structure found it on the outward float boxes).
-bool BroadPhase::exactOverlap(uint32_t a, uint32_t b) const {
+bool BroadPhase::Impl::exactOverlap(uint32_t a, uint32_t b) const {
   const DoubleWorld& w = *dworld_;
   const bool da = w.has(a), db = w.has(b);
   if (!da && !db) return true;
@@ -131,7 +133,7 @@ bool BroadPhase::exactOverlap(uint32_t a, uint32_t b) const {
   return overlaps(boxA, boxB);
 }
 
-bool BroadPhase::checkDoubleShift(const Vec3& offset) const {
+bool BroadPhase::Impl::checkDoubleShift(const Vec3& offset) const {
   if (!dworld_ || dworld_->count == 0) return true;
   const DVec3 moved = dworld_->origin + toDouble(offset);
   uint32_t far = kNullIndex;
@@ -146,13 +148,13 @@ bool BroadPhase::checkDoubleShift(const Vec3& offset) const {
 
 // After applyPending() (applied == pending): the float boxes of the double
 // proxies, rounded outward again around the new origin.
-void BroadPhase::applyDoubleShift(const Vec3& offset) {
+void BroadPhase::Impl::applyDoubleShift(const Vec3& offset) {
   DoubleWorld& w = doubleWorld();
   w.origin = w.origin + toDouble(offset);
   w.forEachDouble([&](uint32_t i) { boxes_[i] = roundOutward(w.pending[i], w.origin); });
 }
 
-std::string BroadPhase::validateDouble() const {
+std::string BroadPhase::Impl::validateDouble() const {
   if (!dworld_) return {};
   uint32_t live = 0;
   std::string why;
@@ -178,7 +180,7 @@ std::string BroadPhase::validateDouble() const {
 
 // --- Proxies ------------------------------------------------------------------
 
-ProxyId BroadPhase::add(const DProxyDesc& desc) {
+ProxyId BroadPhase::Impl::add(const DProxyDesc& desc) {
   if (!checkDoubleBox(desc.box, "add: ")) return ProxyId{};
   if (!knownMotion(desc.motion)) {
     reportError(ErrorCode::invalidArgument, "add: motion type " + std::to_string(int(desc.motion)) +
@@ -195,7 +197,7 @@ ProxyId BroadPhase::add(const DProxyDesc& desc) {
   return id;
 }
 
-void BroadPhase::add(std::span<const DProxyDesc> descs, std::span<ProxyId> out) {
+void BroadPhase::Impl::add(std::span<const DProxyDesc> descs, std::span<ProxyId> out) {
   std::fill(out.begin(), out.end(), ProxyId{});
   if (descs.size() != out.size()) {
     reportError(ErrorCode::invalidArgument, "add: " + std::to_string(descs.size()) +
@@ -220,7 +222,7 @@ void BroadPhase::add(std::span<const DProxyDesc> descs, std::span<ProxyId> out) 
   for (size_t k = 0; k < descs.size(); ++k) out[k] = add(descs[k]);
 }
 
-void BroadPhase::move(ProxyId id, const DAabb& box) {
+void BroadPhase::Impl::move(ProxyId id, const DAabb& box) {
   if (!checkLive(id, "move")) return;
   if (!isDoubleProxy(id.index)) {
     reportError(ErrorCode::invalidArgument,
@@ -233,7 +235,7 @@ void BroadPhase::move(ProxyId id, const DAabb& box) {
   recordMove(id.index, roundOutward(box, dworld_->origin));
 }
 
-void BroadPhase::move(std::span<const ProxyId> ids, std::span<const DAabb> boxes) {
+void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb> boxes) {
   if (ids.size() != boxes.size()) {
     reportError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) +
                                                 " handles but " + std::to_string(boxes.size()) +
@@ -270,7 +272,7 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const DAabb> boxes
   }
 }
 
-DAabb BroadPhase::worldBox(ProxyId id) const {
+DAabb BroadPhase::Impl::worldBox(ProxyId id) const {
   if (!checkLive(id, "worldBox")) return toDouble(Aabb::empty());
   if (isDoubleProxy(id.index)) return dworld_->pending[id.index];
   return toWorld(boxes_[id.index], origin());
@@ -278,7 +280,8 @@ DAabb BroadPhase::worldBox(ProxyId id) const {
 
 // --- Queries ------------------------------------------------------------------
 
-void BroadPhase::queryBox(const DAabb& box, OverlapCallback callback, const Filter& filter) const {
+void BroadPhase::Impl::queryBox(const DAabb& box, OverlapCallback callback,
+                                const Filter& filter) const {
   if (!isValid(box)) {
     reportError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
     return;
@@ -299,8 +302,8 @@ void BroadPhase::queryBox(const DAabb& box, OverlapCallback callback, const Filt
   });
 }
 
-void BroadPhase::queryPoint(const DVec3& point, OverlapCallback callback,
-                            const Filter& filter) const {
+void BroadPhase::Impl::queryPoint(const DVec3& point, OverlapCallback callback,
+                                  const Filter& filter) const {
   if (!isFinite(point)) {
     reportError(ErrorCode::invalidArgument, "queryPoint: the point is not finite");
     return;
@@ -321,8 +324,8 @@ void BroadPhase::queryPoint(const DVec3& point, OverlapCallback callback,
   });
 }
 
-bool BroadPhase::checkDoubleRay(const DVec3& start, const DVec3& direction, double length,
-                                const DVec3& frameOrigin, const char* what) const {
+bool BroadPhase::Impl::checkDoubleRay(const DVec3& start, const DVec3& direction, double length,
+                                      const DVec3& frameOrigin, const char* what) const {
   std::string why = describeInvalidRay(start, direction, length);
   if (why.empty() && !(maxAbs(start - frameOrigin) <= double(kMaxCoordinate)))
     why = "ray origin lies farther than 2^24 from the origin on some axis (use shiftOrigin)";
@@ -337,8 +340,8 @@ bool BroadPhase::checkDoubleRay(const DVec3& start, const DVec3& direction, doub
 // docs/large_worlds.md), so every box the double ray enters is offered.
 // fn(proxy, worldBox) decides in double and returns the walk's new reach.
 template <class Fn>
-void BroadPhase::walkDoubleRay(const QueryRead& read, const DRay& ray, const Filter& filter,
-                               Fn&& fn) const {
+void BroadPhase::Impl::walkDoubleRay(const QueryRead& read, const DRay& ray, const Filter& filter,
+                                     Fn&& fn) const {
   const DVec3 o = read.origin();
   const DVec3 rel = ray.origin - o;
   // Every stored box lies within kMaxCoordinate of the frame's zero, and so
@@ -362,8 +365,8 @@ void BroadPhase::walkDoubleRay(const QueryRead& read, const DRay& ray, const Fil
   });
 }
 
-DRayHit BroadPhase::castRay(const DVec3& start, const DVec3& direction, double length,
-                            RayQuery kind, const Filter& filter) const {
+DRayHit BroadPhase::Impl::castRay(const DVec3& start, const DVec3& direction, double length,
+                                  RayQuery kind, const Filter& filter) const {
   const QueryRead read(*this);
   if (!checkDoubleRay(start, direction, length, read.origin(), "castRay")) return DRayHit{};
   if (kind == RayQuery::all) {
@@ -386,8 +389,8 @@ DRayHit BroadPhase::castRay(const DVec3& start, const DVec3& direction, double l
   return best;
 }
 
-void BroadPhase::castRayAll(const DVec3& start, const DVec3& direction, double length,
-                            std::vector<DRayHit>& out, const Filter& filter) const {
+void BroadPhase::Impl::castRayAll(const DVec3& start, const DVec3& direction, double length,
+                                  std::vector<DRayHit>& out, const Filter& filter) const {
   out.clear();
   const QueryRead read(*this);
   if (!checkDoubleRay(start, direction, length, read.origin(), "castRayAll")) return;
@@ -409,8 +412,8 @@ void BroadPhase::castRayAll(const DVec3& start, const DVec3& direction, double l
 // distances rank them, ties to the lower index. (The cube of the structure
 // reaches into dense piles beside the ball: `clustered`, docs/decisions.md,
 // "Double-precision worlds".)
-void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>& out,
-                         const Filter& filter) const {
+void BroadPhase::Impl::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>& out,
+                               const Filter& filter) const {
   out.clear();
   if (!isFinite(point)) {
     reportError(ErrorCode::invalidArgument, "nearest: the point is not finite");

@@ -1,7 +1,7 @@
 // BroadPhase's broadphase layers: setLayer, setLayerTable and their checks.
 // The structures keep the layers apart (sweep_layers.cpp, bvh_layers.cpp);
 // the facade only validates, records, and hands the table over.
-#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_impl.h"
 
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
@@ -26,7 +26,7 @@ std::string asymmetryOf(const LayerTable& table) {
   return {};
 }
 
-void BroadPhase::setLayer(ProxyId id, uint32_t layer) {
+void BroadPhase::Impl::setLayer(ProxyId id, uint32_t layer) {
   if (!checkLive(id, "setLayer")) return;
   if (layer >= kMaxLayers) {
     reportError(ErrorCode::invalidArgument, "setLayer: " + layerOutOfRange(layer));
@@ -47,7 +47,7 @@ void BroadPhase::setLayer(ProxyId id, uint32_t layer) {
   pendingAdds_.push_back(i);
 }
 
-void BroadPhase::setLayerTable(const LayerTable& table) {
+void BroadPhase::Impl::setLayerTable(const LayerTable& table) {
   if (!table.symmetric()) {
     reportError(ErrorCode::invalidArgument, "setLayerTable: " + asymmetryOf(table));
     return;
@@ -58,6 +58,6 @@ void BroadPhase::setLayerTable(const LayerTable& table) {
   structure_->visit([&](auto& s) { s.setLayerTable(table); });
 }
 
-uint64_t BroadPhase::lastStructurePairs() const { return structure_->pairs.size(); }
+uint64_t BroadPhase::Impl::lastStructurePairs() const { return structure_->pairs.size(); }
 
 }  // namespace bp

@@ -3,7 +3,7 @@
 // the lower proxy index) are the same whichever structure is configured.
 // Each query reads through a QueryRead (query_view.h): the main structure,
 // or with concurrentQueries the query structure under its lock.
-#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_impl.h"
 
 #include "common/ray_order.h"
 #include "common/report_error.h"
@@ -73,7 +73,8 @@ void castThrough(const Structure& s, const Ray& ray, Callback&& callback) {
 
 }  // namespace
 
-void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filter& filter) const {
+void BroadPhase::Impl::queryBox(const Aabb& box, OverlapCallback callback,
+                                const Filter& filter) const {
   if (!isValid(box)) {
     reportError(ErrorCode::invalidBox, "queryBox: " + describeInvalid(box));
     return;
@@ -89,8 +90,8 @@ void BroadPhase::queryBox(const Aabb& box, OverlapCallback callback, const Filte
   });
 }
 
-void BroadPhase::queryPoint(const Vec3& point, OverlapCallback callback,
-                            const Filter& filter) const {
+void BroadPhase::Impl::queryPoint(const Vec3& point, OverlapCallback callback,
+                                  const Filter& filter) const {
   if (!checkPoint(point, "queryPoint")) return;
   const QueryRead read(*this);
   const Side& side = read.side;
@@ -208,24 +209,24 @@ void appendEveryHit(const Side& side, const RayTree* tree, const Ray& ray, const
 
 // The ray tree for `count` rays about to be cast, or null (side_rays.h). A
 // query structure's tree is made on the calling thread, as its rays are.
-const RayTree* BroadPhase::rayTree(const QueryRead& read, uint64_t count) const {
+const RayTree* BroadPhase::Impl::rayTree(const QueryRead& read, uint64_t count) const {
   return read.side.rayTreeFor(count, config_.rayTree, read.workers);
 }
 
-void BroadPhase::prepareRays() const {
+void BroadPhase::Impl::prepareRays() const {
   if (config_.rayTree == RayTreeMode::never) return;
   const QueryRead read(*this);
   read.side.rayTreeFor(0, RayTreeMode::always, read.workers);
 }
 
-RayHit BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length, RayQuery kind,
-                           const Filter& filter) const {
+RayHit BroadPhase::Impl::castRay(const Vec3& origin, const Vec3& direction, float length,
+                                 RayQuery kind, const Filter& filter) const {
   if (!checkRay(origin, direction, length, "castRay")) return RayHit{};
   return castRay(makeRay(origin, direction, length), kind, filter);
 }
 
-void BroadPhase::castRayAll(const Vec3& origin, const Vec3& direction, float length,
-                            std::vector<RayHit>& out, const Filter& filter) const {
+void BroadPhase::Impl::castRayAll(const Vec3& origin, const Vec3& direction, float length,
+                                  std::vector<RayHit>& out, const Filter& filter) const {
   if (!checkRay(origin, direction, length, "castRayAll")) {
     out.clear();
     return;
@@ -233,7 +234,7 @@ void BroadPhase::castRayAll(const Vec3& origin, const Vec3& direction, float len
   castRayAll(makeRay(origin, direction, length), out, filter);
 }
 
-RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) const {
+RayHit BroadPhase::Impl::castRay(const Ray& ray, RayQuery kind, const Filter& filter) const {
   if (!checkRay(ray, "castRay")) return RayHit{};
   if (kind == RayQuery::all) {
     reportError(ErrorCode::invalidArgument, "castRay: use castRayAll for every hit");
@@ -246,7 +247,8 @@ RayHit BroadPhase::castRay(const Ray& ray, RayQuery kind, const Filter& filter) 
   return castOne(read.side, rayTree(read, 1), ray, kind, filter, filters);
 }
 
-void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filter& filter) const {
+void BroadPhase::Impl::castRayAll(const Ray& ray, std::vector<RayHit>& out,
+                                  const Filter& filter) const {
   out.clear();
   if (!checkRay(ray, "castRayAll")) return;
   const QueryRead read(*this);
@@ -256,8 +258,8 @@ void BroadPhase::castRayAll(const Ray& ray, std::vector<RayHit>& out, const Filt
   appendEveryHit(read.side, rayTree(read, 1), ray, filter, filters, out);
 }
 
-void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length,
-                         RayCallback callback, const Filter& filter) const {
+void BroadPhase::Impl::castRay(const Vec3& origin, const Vec3& direction, float length,
+                               RayCallback callback, const Filter& filter) const {
   if (!checkRay(origin, direction, length, "castRay")) return;
   const Ray r = makeRay(origin, direction, length);
   const QueryRead read(*this);
@@ -269,8 +271,8 @@ void BroadPhase::castRay(const Vec3& origin, const Vec3& direction, float length
   });
 }
 
-void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind,
-                          const Filter& filter) const {
+void BroadPhase::Impl::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQuery kind,
+                                const Filter& filter) const {
   // On a rejection every slot of `out` holds a miss.
   const auto reject = [&](ErrorCode code, const std::string& message) {
     reportError(code, message);
@@ -315,8 +317,8 @@ void BroadPhase::castRays(std::span<const Ray> rays, std::span<RayHit> out, RayQ
     cast(0, count);
 }
 
-void BroadPhase::castRaysAll(std::span<const Ray> rays, std::vector<RayHit>& hits,
-                             std::vector<size_t>& offsets, const Filter& filter) const {
+void BroadPhase::Impl::castRaysAll(std::span<const Ray> rays, std::vector<RayHit>& hits,
+                                   std::vector<size_t>& offsets, const Filter& filter) const {
   hits.clear();
   offsets.assign(rays.size() + 1, 0);
   if (const std::string bad = firstInvalidRay(rays, "castRaysAll"); !bad.empty())
@@ -406,8 +408,8 @@ uint64_t nearestOne(const Side& side, const RayTree* tree, const std::vector<Rul
 
 }  // namespace
 
-void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
-                         const Filter& filter) const {
+void BroadPhase::Impl::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& out,
+                               const Filter& filter) const {
   out.clear();
   if (!checkPoint(point, "nearest")) return;
   if (k == 0) {
@@ -425,8 +427,9 @@ void BroadPhase::nearest(const Vec3& point, uint32_t k, std::vector<Neighbour>& 
   if (!tree) rayTree(read, cost);
 }
 
-void BroadPhase::nearest(std::span<const Vec3> points, uint32_t k, std::vector<Neighbour>& out,
-                         std::vector<size_t>& offsets, const Filter& filter) const {
+void BroadPhase::Impl::nearest(std::span<const Vec3> points, uint32_t k,
+                               std::vector<Neighbour>& out, std::vector<size_t>& offsets,
+                               const Filter& filter) const {
   out.clear();
   offsets.assign(points.size() + 1, 0);
   for (size_t q = 0; q < points.size(); ++q)
@@ -490,8 +493,8 @@ void BroadPhase::nearest(std::span<const Vec3> points, uint32_t k, std::vector<N
   }
 }
 
-RayHit BroadPhase::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction,
-                           float length, const Filter& filter) const {
+RayHit BroadPhase::Impl::castBox(const Vec3& halfExtent, const Vec3& origin, const Vec3& direction,
+                                 float length, const Filter& filter) const {
   if (!checkRay(origin, direction, length, "castBox")) return RayHit{};
   if (!isFinite(halfExtent) || !(halfExtent.minCoeff() >= 0.0f)) {
     reportError(ErrorCode::invalidArgument, "castBox: half extent must be finite and >= 0");

@@ -1,11 +1,11 @@
-// BroadPhase::Side: the structure (a Bvh or a SweepGrid) plus the map from its
+// BroadPhase::Impl::Side: the structure (a Bvh or a SweepGrid) plus the map from its
 // slot indices back to proxy indices. The only place that knows both types;
 // `visit` picks the one this side holds (no base class: the two share a
 // contract, docs/structure_contract.md, not an interface).
 #pragma once
 
-#include <broadphase/broad_phase.h>
 #include "bvh/bvh.h"
+#include "facade/broad_phase_impl.h"
 #include "facade/side_rays.h"
 #include "facade/structure_contract.h"
 #include "sweep/sweep_grid.h"
@@ -20,7 +20,7 @@ namespace bp {
 static_assert(StructureContract<Bvh>);
 static_assert(StructureContract<SweepGrid>);
 
-struct BroadPhase::Side {
+struct BroadPhase::Impl::Side {
   std::unique_ptr<Bvh> bvh;
   std::unique_ptr<SweepGrid> sweep;
   std::vector<uint32_t> outer;  // structure slot -> proxy index (kNullIndex when free)

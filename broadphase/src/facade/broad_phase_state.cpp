@@ -1,4 +1,4 @@
-// BroadPhase::saveState and loadState: the facade's state as bytes (the
+// BroadPhase::Impl::saveState and loadState: the facade's state as bytes (the
 // format: state_codec.h; the guarantees: docs/snapshots.md).
 //
 // What is saved is what decides later results: the proxies, the handle pool
@@ -11,7 +11,7 @@
 // (pairs and events sorted by key, hits and neighbours tied to the lower
 // index, distances computed from the box alone), so it does not depend on
 // the shape; the snapshot tests check this against uninterrupted runs.
-#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_impl.h"
 
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
@@ -41,7 +41,7 @@ std::string str(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-struct BroadPhase::StateCodec {
+struct BroadPhase::Impl::StateCodec {
   // Everything loadState decodes, checked, before it changes anything.
   // Per-slot arrays have one entry per slot (capacity).
   struct Decoded {
@@ -60,23 +60,25 @@ struct BroadPhase::StateCodec {
     DoubleWorld doubles;
   };
 
-  static void save(const BroadPhase& b, std::vector<std::byte>& out);
+  static void save(const BroadPhase::Impl& b, std::vector<std::byte>& out);
   // False, after reporting invalidState, when the bytes are not a snapshot
   // this library wrote (or could have written).
   static bool decode(std::span<const std::byte> bytes, Decoded& d);
   static bool decodeDouble(snapshot::Reader& r, uint64_t pendingCount, Decoded& d);
-  static void commit(BroadPhase& b, Decoded& d);
+  static void commit(BroadPhase::Impl& b, Decoded& d);
 };
 
-void BroadPhase::saveState(std::vector<std::byte>& out) const { StateCodec::save(*this, out); }
+void BroadPhase::Impl::saveState(std::vector<std::byte>& out) const {
+  StateCodec::save(*this, out);
+}
 
-void BroadPhase::loadState(std::span<const std::byte> bytes) {
+void BroadPhase::Impl::loadState(std::span<const std::byte> bytes) {
   StateCodec::Decoded d;
   if (!StateCodec::decode(bytes, d)) return;
   StateCodec::commit(*this, d);
 }
 
-void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& out) {
+void BroadPhase::Impl::StateCodec::save(const BroadPhase::Impl& b, std::vector<std::byte>& out) {
   using namespace snapshot;
   const HandlePool& pool = b.pool_;
   const uint32_t cap = pool.capacity();
@@ -95,7 +97,7 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
   std::vector<uint8_t> flags;
   flags.reserve(cap - h.freeCount);
   std::vector<Aabb> structureBoxes;
-  // The pending moves of an unmarked list (BroadPhase::movesUnmarked_).
+  // The pending moves of an unmarked list (BroadPhase::Impl::movesUnmarked_).
   std::vector<uint8_t> unmarked(b.movesUnmarked_ ? cap : 0, 0);
   if (b.movesUnmarked_)
     for (const uint32_t i : b.pendingMoves_) unmarked[i] = 1;
@@ -112,11 +114,12 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
       f |= kFlagLayer;
       ++h.layerCount;
     }
-    if (s & BroadPhase::kPendingAdd) f |= kFlagPendingAdd;
-    if (s & BroadPhase::kRehome) f |= kFlagRehome;
-    if ((s & BroadPhase::kPendingMove) || (!unmarked.empty() && unmarked[i])) f |= kFlagPendingMove;
+    if (s & BroadPhase::Impl::kPendingAdd) f |= kFlagPendingAdd;
+    if (s & BroadPhase::Impl::kRehome) f |= kFlagRehome;
+    if ((s & BroadPhase::Impl::kPendingMove) || (!unmarked.empty() && unmarked[i]))
+      f |= kFlagPendingMove;
     // In the structure: queries see the box it holds there until the update.
-    if (!(s & BroadPhase::kPendingAdd) || (s & BroadPhase::kRehome)) {
+    if (!(s & BroadPhase::Impl::kPendingAdd) || (s & BroadPhase::Impl::kRehome)) {
       const Aabb seen = side.visit([&](const auto& st) { return st.box(b.inner_[i].index); });
       if (!sameBits(seen, b.boxes_[i])) {
         f |= kFlagStructureBox;
@@ -165,7 +168,8 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
       if (!dw->has(i)) continue;
       doubles.push_back(i);
       const uint8_t s = b.state_[i];
-      const bool inStructure = !(s & BroadPhase::kPendingAdd) || (s & BroadPhase::kRehome);
+      const bool inStructure =
+          !(s & BroadPhase::Impl::kPendingAdd) || (s & BroadPhase::Impl::kRehome);
       if (inStructure && !sameBits(dw->pending[i], dw->applied[i])) pendingDoubles.push_back(i);
     }
   const DVec3 origin = b.origin();
@@ -212,7 +216,8 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
     w.u64(pendingDoubles.size());
     for (uint32_t i : doubles) {
       const uint8_t s = b.state_[i];
-      const bool inStructure = !(s & BroadPhase::kPendingAdd) || (s & BroadPhase::kRehome);
+      const bool inStructure =
+          !(s & BroadPhase::Impl::kPendingAdd) || (s & BroadPhase::Impl::kRehome);
       w.u32(i);
       w.dbox(inStructure ? dw->applied[i] : dw->pending[i]);
     }
@@ -225,7 +230,7 @@ void BroadPhase::StateCodec::save(const BroadPhase& b, std::vector<std::byte>& o
   seal(out);
 }
 
-bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d) {
+bool BroadPhase::Impl::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d) {
   using namespace snapshot;
   auto fail = [](const std::string& why) {
     reportError(ErrorCode::invalidState, "loadState: " + why);
@@ -423,7 +428,8 @@ bool BroadPhase::StateCodec::decode(std::span<const std::byte> bytes, Decoded& d
 // valid, and its float boxes (its own and the one queries see) the outward
 // rounding of its pending and applied DAabb around the origin, as the
 // double path keeps them.
-bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingCount, Decoded& d) {
+bool BroadPhase::Impl::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingCount,
+                                                Decoded& d) {
   using namespace snapshot;
   auto fail = [](const std::string& why) {
     reportError(ErrorCode::invalidState, "loadState: " + why);
@@ -483,7 +489,7 @@ bool BroadPhase::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pendingC
 
 // Builds the new structure and lists aside, then moves everything in: an
 // allocation failure on the way leaves the object as it was.
-void BroadPhase::StateCodec::commit(BroadPhase& b, Decoded& d) {
+void BroadPhase::Impl::StateCodec::commit(BroadPhase::Impl& b, Decoded& d) {
   using namespace snapshot;
   const uint32_t cap = d.header.capacity;
   std::vector<Rules> rules(cap, Rules{Filter{}, MotionType::dynamic, 0});

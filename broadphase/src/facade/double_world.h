@@ -1,4 +1,4 @@
-// BroadPhase::DoubleWorld: what the double path adds to the facade. The
+// BroadPhase::Impl::DoubleWorld: what the double path adds to the facade. The
 // world position of the float frame's zero, and per proxy index the exact
 // DAabb of double proxies: as last given (pending, what move() wrote) and as
 // of the last update() (applied, what queries and pairs test, so that a
@@ -7,14 +7,14 @@
 // that the first double proxy of a large float world costs one page.
 #pragma once
 
-#include <broadphase/broad_phase.h>
 #include "common/paged_array.h"
+#include "facade/broad_phase_impl.h"
 
 #include <vector>
 
 namespace bp {
 
-struct BroadPhase::DoubleWorld {
+struct BroadPhase::Impl::DoubleWorld {
   DVec3 origin;                  // the sum of the shiftOrigin() offsets
   PagedArray<DAabb> pending;     // by proxy index, meaningful where isDouble
   PagedArray<DAabb> applied;     // by proxy index, as of the last update()

@@ -4,7 +4,7 @@
 // merge, mergePairsAndEvents); streamed unsorted for update(consume). The
 // invariant: pairs_ and previous_ are sorted by ProxyPair::key() with no
 // repeat, so one merge gives the events and any order of work the same list.
-#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_impl.h"
 
 #include "common/assert.h"
 #include "common/batch_check.h"
@@ -83,7 +83,7 @@ inline void writePair(ProxyPair* dst, Pair p, uint64_t userDataA, uint64_t userD
 
 // Filters and motion rules: static-static never reaches here; kinematic-static
 // never pairs, kinematic-kinematic only on request.
-bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
+bool BroadPhase::Impl::accepts(uint32_t a, uint32_t b) const {
   if (special_ == 0) return true;  // default filters, no kinematic proxy: every pair stands
   // Only double proxies are special: their pairs are decided in double, and
   // no other pair need read the rules (a random access a pair).
@@ -105,7 +105,7 @@ bool BroadPhase::accepts(uint32_t a, uint32_t b) const {
 // active the budget keeps only those (the later pass applies the same rules
 // again, to pairs that all pass). False then, with the structure up to date
 // and its pair list empty.
-bool BroadPhase::findStructurePairs() {
+bool BroadPhase::Impl::findStructurePairs() {
   Side& main = *structure_;
   if (config_.maxPairs == 0) {
     main.findPairs(*scheduler_, nullptr);
@@ -121,7 +121,7 @@ bool BroadPhase::findStructurePairs() {
   return !budget->exceeded();
 }
 
-void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
+void BroadPhase::Impl::collectPairs(std::vector<ProxyPair>& out) {
   Side& main = *structure_;
   // Pair k of the structure becomes out[k]: fixed places, so the result does
   // not depend on the thread count, and a structure whose slots map to
@@ -180,7 +180,7 @@ void BroadPhase::collectPairs(std::vector<ProxyPair>& out) {
 // on key ranges in parallel (cut at this frame's chunk starts, found in the
 // last frame's list by binary search) and the pieces are joined in range
 // order: the same lists for any thread count.
-void BroadPhase::computeEvents() {
+void BroadPhase::Impl::computeEvents() {
   // Both lists sorted by key without repeats: the merge below walks them once.
   const auto ascending = [](const std::vector<ProxyPair>& list) {
     return std::adjacent_find(list.begin(), list.end(), [](const ProxyPair& x, const ProxyPair& y) {
@@ -212,7 +212,7 @@ void BroadPhase::computeEvents() {
 // the two passes it replaces). Against collectPairs() then computeEvents(),
 // this saves writing the list in one pass and reading it back in the next,
 // and most of the user-data reads (see docs/decisions.md).
-void BroadPhase::mergePairsAndEvents() {
+void BroadPhase::Impl::mergePairsAndEvents() {
   const std::vector<Pair>& raw = structure_->pairs;
   const size_t nc = raw.size();
   resizeWithHeadroom(pairs_, nc);
@@ -338,7 +338,7 @@ void BroadPhase::mergePairsAndEvents() {
 // last frame's list by binary search) and the pieces are joined in range
 // order: the same lists for any thread count. Clears the renewed marks.
 template <class KeyOf, class Merge>
-void BroadPhase::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
+void BroadPhase::Impl::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
   clearEvents();
   const size_t np = previous_.size();
   // A multiple of the thread count, so that the threads end together (three
@@ -383,7 +383,7 @@ void BroadPhase::mergeInRanges(size_t nc, KeyOf&& keyOf, Merge&& merge) {
   finishEvents();
 }
 
-void BroadPhase::clearEvents() {
+void BroadPhase::Impl::clearEvents() {
   // Sizes are still the last frame's here.
   releaseIfOversized(begun_);
   releaseIfOversized(ended_);
@@ -395,7 +395,7 @@ void BroadPhase::clearEvents() {
   ended_.clear();
 }
 
-void BroadPhase::finishEvents() {
+void BroadPhase::Impl::finishEvents() {
   for (uint32_t r : renewedList_) renewed_[r] = 0;
   renewedList_.clear();
   userDataChanged_ = false;  // the pairs now carry the current user data
@@ -411,7 +411,7 @@ void BroadPhase::finishEvents() {
 // the project's VMs (docs/decisions.md). The first update, usually part of
 // loading a scene, pays instead. Its contents are not needed past the
 // events (the last frame's list).
-void BroadPhase::readySpareList() {
+void BroadPhase::Impl::readySpareList() {
   if (previous_.capacity() >= pairs_.size()) return;
   previous_.clear();
   resizeWithHeadroom(previous_, pairs_.size());  // value-initialised: every page written
@@ -421,7 +421,7 @@ void BroadPhase::readySpareList() {
 // update(consume)'s pairs: the structure's, mapped to proxy indices and
 // filtered, handed to `consume` in chunks of up to 256 from the workers,
 // unsorted, each pair once.
-void BroadPhase::streamPairs(FunctionRef<void(std::span<const ProxyPair>)> consume) {
+void BroadPhase::Impl::streamPairs(FunctionRef<void(std::span<const ProxyPair>)> consume) {
   const Side& main = *structure_;
   const std::vector<Pair>& raw = main.pairs;
   const std::vector<uint32_t>& outer = main.outer;

@@ -5,7 +5,7 @@
 // which pending list holds it (kPendingAdd: pendingAdds_; kPendingMove:
 // pendingMoves_, unless the frame's first batch listed it without marking,
 // firstBatch_); the structure is changed only by applyPending().
-#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_impl.h"
 
 #include "common/assert.h"
 #include "common/batch_check.h"
@@ -95,7 +95,7 @@ void reportBadDesc(const ProxyDesc& d, const std::string& where) {
 }
 }  // namespace
 
-ProxyId BroadPhase::add(const ProxyDesc& desc) {
+ProxyId BroadPhase::Impl::add(const ProxyDesc& desc) {
   if (!validDesc(desc)) {
     reportBadDesc(desc, "add: ");
     return ProxyId{};
@@ -103,7 +103,7 @@ ProxyId BroadPhase::add(const ProxyDesc& desc) {
   return addChecked(desc);
 }
 
-ProxyId BroadPhase::addChecked(const ProxyDesc& desc) {
+ProxyId BroadPhase::Impl::addChecked(const ProxyDesc& desc) {
   const ProxyId id = pool_.allocate();
   const uint32_t i = id.index;
   if (i >= rules_.size()) {
@@ -123,7 +123,7 @@ ProxyId BroadPhase::addChecked(const ProxyDesc& desc) {
   return id;
 }
 
-void BroadPhase::add(std::span<const ProxyDesc> descs, std::span<ProxyId> out) {
+void BroadPhase::Impl::add(std::span<const ProxyDesc> descs, std::span<ProxyId> out) {
   // On a rejection every handle of `out` is ProxyId{}.
   if (descs.size() != out.size()) {
     reportError(ErrorCode::invalidArgument, "add: " + std::to_string(descs.size()) +
@@ -141,7 +141,7 @@ void BroadPhase::add(std::span<const ProxyDesc> descs, std::span<ProxyId> out) {
   for (size_t k = 0; k < descs.size(); ++k) out[k] = addChecked(descs[k]);
 }
 
-bool BroadPhase::checkLive(ProxyId id, const char* what) const {
+bool BroadPhase::Impl::checkLive(ProxyId id, const char* what) const {
   if (pool_.isLive(id)) return true;
   reportError(ErrorCode::staleHandle,
               std::string(what) + ": " + handleText(id) +
@@ -149,12 +149,12 @@ bool BroadPhase::checkLive(ProxyId id, const char* what) const {
   return false;
 }
 
-void BroadPhase::remove(ProxyId id) {
+void BroadPhase::Impl::remove(ProxyId id) {
   if (!checkLive(id, "remove")) return;
   removeChecked(id);
 }
 
-void BroadPhase::removeChecked(ProxyId id) {
+void BroadPhase::Impl::removeChecked(ProxyId id) {
   const uint32_t i = id.index;
   // A proxy that never reached a structure is simply forgotten. Its entries in
   // pendingAdds_/pendingMoves_ stay behind (finding them would cost O(n) per
@@ -178,7 +178,7 @@ void BroadPhase::removeChecked(ProxyId id) {
   pool_.release(id);
 }
 
-void BroadPhase::remove(std::span<const ProxyId> ids) {
+void BroadPhase::Impl::remove(std::span<const ProxyId> ids) {
   // Every entry live, and none twice; the error names the first entry in
   // batch order that is dead or repeats an earlier one. Live handles are
   // equal exactly when their indices are, so a sort of (index, entry) finds
@@ -210,7 +210,7 @@ void BroadPhase::remove(std::span<const ProxyId> ids) {
   for (ProxyId id : ids) removeChecked(id);
 }
 
-void BroadPhase::move(ProxyId id, const Aabb& box) {
+void BroadPhase::Impl::move(ProxyId id, const Aabb& box) {
   if (!checkLive(id, "move")) return;
   if (isDoubleProxy(id.index)) {
     reportError(ErrorCode::invalidArgument, "move: proxy " + std::to_string(id.index) +
@@ -224,7 +224,7 @@ void BroadPhase::move(ProxyId id, const Aabb& box) {
   recordMove(id.index, box);
 }
 
-void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
+void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes) {
   if (ids.size() != boxes.size()) {
     reportError(ErrorCode::invalidArgument, "move: " + std::to_string(ids.size()) +
                                                 " handles but " + std::to_string(boxes.size()) +
@@ -294,8 +294,8 @@ void BroadPhase::move(std::span<const ProxyId> ids, std::span<const Aabb> boxes)
 
 // The first bad entry of a batch that failed its check, reported: the slow
 // search runs on this path only.
-void BroadPhase::reportMoveCulprit(std::span<const ProxyId> ids,
-                                   std::span<const Aabb> boxes) const {
+void BroadPhase::Impl::reportMoveCulprit(std::span<const ProxyId> ids,
+                                         std::span<const Aabb> boxes) const {
   for (size_t k = 0; k < ids.size(); ++k) {
     if (!checkLive(ids[k], ("move: entry " + std::to_string(k)).c_str())) return;
     if (!isValid(boxes[k])) {
@@ -321,8 +321,9 @@ void BroadPhase::reportMoveCulprit(std::span<const ProxyId> ids,
 // holds the last box given). With workers, the chunks record side by side
 // only when the indices strictly increase (checked first: no proxy can be
 // in two chunks); otherwise nothing is done and the general path runs.
-BroadPhase::FirstBatch BroadPhase::recordFirstBatch(std::span<const ProxyId> ids,
-                                                    std::span<const Aabb> boxes, EvenChunks split) {
+BroadPhase::Impl::FirstBatch BroadPhase::Impl::recordFirstBatch(std::span<const ProxyId> ids,
+                                                                std::span<const Aabb> boxes,
+                                                                EvenChunks split) {
   const uint32_t n = static_cast<uint32_t>(ids.size());
   if (split.count > 1) {
     chunkAscending_.assign(split.count, 0);
@@ -369,8 +370,8 @@ BroadPhase::FirstBatch BroadPhase::recordFirstBatch(std::span<const ProxyId> ids
 // a time (each index to pendingMoves_ at its own place), noting in
 // `ascending` whether their indices strictly increase. Returns where it
 // stopped: `end`, or the start of the first block holding a bad entry.
-uint32_t BroadPhase::checkAndRecord(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                                    uint32_t begin, uint32_t end, bool& ascending) {
+uint32_t BroadPhase::Impl::checkAndRecord(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
+                                          uint32_t begin, uint32_t end, bool& ascending) {
   Aabb* const stored = boxes_.data();
   uint32_t* const out = pendingMoves_.data();
   for (uint32_t b = begin; b < end; b += kCheckBlock) {
@@ -388,7 +389,8 @@ uint32_t BroadPhase::checkAndRecord(std::span<const ProxyId> ids, std::span<cons
 
 // boxes_ of the proxies of entries [begin, end) back to the boxes their
 // structure holds.
-void BroadPhase::restoreStructureBoxes(std::span<const ProxyId> ids, uint32_t begin, uint32_t end) {
+void BroadPhase::Impl::restoreStructureBoxes(std::span<const ProxyId> ids, uint32_t begin,
+                                             uint32_t end) {
   const Side& side = *structure_;
   for (uint32_t k = begin; k < end; ++k) {
     const uint32_t i = ids[k].index;
@@ -396,7 +398,7 @@ void BroadPhase::restoreStructureBoxes(std::span<const ProxyId> ids, uint32_t be
   }
 }
 
-void BroadPhase::markPendingMoves() {
+void BroadPhase::Impl::markPendingMoves() {
   if (!movesUnmarked_) return;
   uint8_t* const state = state_.data();
   for (const uint32_t i : pendingMoves_) state[i] |= kPendingMove;
@@ -412,8 +414,8 @@ void BroadPhase::markPendingMoves() {
 // structure: a staged copy of the batch (handles and boxes side by side)
 // cost more to write than the structure saved reading it (uniform 10^5,
 // one thread, see docs/decisions.md). Returns how many joined.
-uint32_t BroadPhase::recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                                 uint32_t begin, uint32_t end, uint32_t* out) {
+uint32_t BroadPhase::Impl::recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
+                                       uint32_t begin, uint32_t end, uint32_t* out) {
   Aabb* const stored = boxes_.data();
   uint8_t* const state = state_.data();
   uint32_t joined = 0;
@@ -428,7 +430,7 @@ uint32_t BroadPhase::recordMoves(std::span<const ProxyId> ids, std::span<const A
   return joined;
 }
 
-void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
+void BroadPhase::Impl::recordMove(uint32_t i, const Aabb& box) {
   markPendingMoves();
   boxes_[i] = box;
   const uint8_t s = state_[i];
@@ -436,7 +438,7 @@ void BroadPhase::recordMove(uint32_t i, const Aabb& box) {
   state_[i] = movedState(s);
 }
 
-void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
+void BroadPhase::Impl::setFilter(ProxyId id, const Filter& filter) {
   if (!checkLive(id, "setFilter")) return;
   Rules& r = rules_[id.index];
   special_ += uint32_t(isSpecial(r.motion, filter)) - uint32_t(isSpecial(r.motion, r.filter));
@@ -444,14 +446,14 @@ void BroadPhase::setFilter(ProxyId id, const Filter& filter) {
   if (view_) view_->setFilter(id.index, filter);
 }
 
-void BroadPhase::setUserData(ProxyId id, uint64_t userData) {
+void BroadPhase::Impl::setUserData(ProxyId id, uint64_t userData) {
   if (!checkLive(id, "setUserData")) return;
   userData_[id.index] = userData;
   userDataChanged_ = true;
   if (view_) view_->userDataSet.push_back(id.index);
 }
 
-void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
+void BroadPhase::Impl::setMotionType(ProxyId id, MotionType motion) {
   if (!checkLive(id, "setMotionType")) return;
   if (!validMotion(motion)) {
     reportError(ErrorCode::invalidArgument, "setMotionType: motion type " +
@@ -477,9 +479,9 @@ void BroadPhase::setMotionType(ProxyId id, MotionType motion) {
   pendingAdds_.push_back(i);
 }
 
-bool BroadPhase::contains(ProxyId id) const { return pool_.isLive(id); }
+bool BroadPhase::Impl::contains(ProxyId id) const { return pool_.isLive(id); }
 
-uint64_t BroadPhase::userData(uint32_t index) const {
+uint64_t BroadPhase::Impl::userData(uint32_t index) const {
   if (!pool_.isLiveIndex(index)) {
     reportError(ErrorCode::staleHandle,
                 "userData: no live proxy at index " + std::to_string(index));
@@ -488,7 +490,7 @@ uint64_t BroadPhase::userData(uint32_t index) const {
   return userData_[index];
 }
 
-ProxyId BroadPhase::handleOf(uint32_t index) const {
+ProxyId BroadPhase::Impl::handleOf(uint32_t index) const {
   if (!pool_.isLiveIndex(index)) {
     reportError(ErrorCode::staleHandle,
                 "handleOf: no live proxy at index " + std::to_string(index));
@@ -497,17 +499,17 @@ ProxyId BroadPhase::handleOf(uint32_t index) const {
   return pool_.handleOf(index);
 }
 
-ProxyDesc BroadPhase::desc(ProxyId id) const {
+ProxyDesc BroadPhase::Impl::desc(ProxyId id) const {
   if (!checkLive(id, "desc")) return ProxyDesc{.box = Aabb::empty()};
   const uint32_t i = id.index;
   return {boxes_[i], rules_[i].motion, rules_[i].filter, userData_[i], rules_[i].layer};
 }
 
-uint32_t BroadPhase::proxyCount() const { return pool_.liveCount(); }
+uint32_t BroadPhase::Impl::proxyCount() const { return pool_.liveCount(); }
 
 // --- The frame ----------------------------------------------------------------
 
-void BroadPhase::applyPending() {
+void BroadPhase::Impl::applyPending() {
   // Removals first, so that a slot freed and reused within the frame leaves
   // its structure before its new occupant arrives.
   Side& side = *structure_;

@@ -1,4 +1,4 @@
-// BroadPhase::QueryView, BroadPhase::QueryRead and BroadPhase::QueryFrame:
+// BroadPhase::Impl::QueryView, BroadPhase::Impl::QueryRead and BroadPhase::QueryFrame:
 // queries while update() runs (BroadPhaseConfig::concurrentQueries).
 #include "facade/query_view.h"
 
@@ -20,9 +20,10 @@ thread_local const BroadPhase::QueryFrame* tFrames = nullptr;
 
 // --- QueryView ----------------------------------------------------------------
 
-BroadPhase::QueryView::QueryView(std::unique_ptr<Side> structure) : side(std::move(structure)) {}
+BroadPhase::Impl::QueryView::QueryView(std::unique_ptr<Side> structure)
+    : side(std::move(structure)) {}
 
-void BroadPhase::QueryView::forget(uint32_t proxy) {
+void BroadPhase::Impl::QueryView::forget(uint32_t proxy) {
   if (!has(proxy)) return;  // its add is not published: no query reports it
   const ProxyId h = inner[proxy];
   {
@@ -34,13 +35,13 @@ void BroadPhase::QueryView::forget(uint32_t proxy) {
   inner[proxy].index = kNullIndex;
 }
 
-void BroadPhase::QueryView::setFilter(uint32_t proxy, const Filter& filter) {
+void BroadPhase::Impl::QueryView::setFilter(uint32_t proxy, const Filter& filter) {
   if (!has(proxy)) return;  // publish() copies it with the add
   const auto lock = lockExclusive();
   rules[proxy].filter = filter;
 }
 
-bool BroadPhase::QueryView::stageDoubles(const BroadPhase& bp) {
+bool BroadPhase::Impl::QueryView::stageDoubles(const BroadPhase::Impl& bp) {
   const DoubleWorld* w = bp.dworld_.get();
   if (w == nullptr) return false;
   // Assignments into kept buffers: a steady frame does not allocate.
@@ -63,7 +64,7 @@ bool BroadPhase::QueryView::stageDoubles(const BroadPhase& bp) {
   return true;
 }
 
-void BroadPhase::QueryView::swapDoubles(bool present) {
+void BroadPhase::Impl::QueryView::swapDoubles(bool present) {
   doubleWorld = present;
   if (!present) return;
   std::swap(doubles.origin, stagedDoubles.origin);
@@ -72,7 +73,7 @@ void BroadPhase::QueryView::swapDoubles(bool present) {
   std::swap(doubles.count, stagedDoubles.count);
 }
 
-void BroadPhase::QueryView::publish(const BroadPhase& bp) {
+void BroadPhase::Impl::QueryView::publish(const BroadPhase::Impl& bp) {
   // Outside the lock, from the writer's own state: the frame's moves (left
   // by applyPending() in appliedMoves_, by proxy index) in this structure's
   // handles, with their boxes. A moved proxy was in the view before the
@@ -125,7 +126,7 @@ void BroadPhase::QueryView::publish(const BroadPhase& bp) {
 // What the writer's structure holds, proxy by proxy, with the box it holds
 // there (after shiftOrigin every live proxy, at its box; after loadState
 // the proxies in the structure, at the boxes the saved queries saw).
-void BroadPhase::QueryView::rebuild(const BroadPhase& bp) {
+void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
   const uint32_t n = static_cast<uint32_t>(bp.rules_.size());
   std::unique_ptr<Side> fresh = bp.makeStructure();
   std::vector<ProxyId> freshInner(n, ProxyId{});
@@ -161,7 +162,7 @@ void BroadPhase::QueryView::rebuild(const BroadPhase& bp) {
   userDataSet.clear();
 }  // the old view is freed here, outside the lock
 
-std::string BroadPhase::QueryView::validate(const BroadPhase& bp) const {
+std::string BroadPhase::Impl::QueryView::validate(const BroadPhase::Impl& bp) const {
   if (std::string e = side->validate(); !e.empty()) return "query structure: " + e;
   uint32_t inView = 0;
   for (uint32_t p = 0; p < inner.size(); ++p) {
@@ -187,7 +188,7 @@ std::string BroadPhase::QueryView::validate(const BroadPhase& bp) const {
   return {};
 }
 
-size_t BroadPhase::QueryView::memoryBytes() const {
+size_t BroadPhase::Impl::QueryView::memoryBytes() const {
   return side->memoryBytes() + doubles.memoryBytes() + stagedDoubles.memoryBytes() +
          rules.capacity() * sizeof(Rules) + userData.capacity() * sizeof(uint64_t) +
          live.capacity() +
@@ -200,9 +201,9 @@ size_t BroadPhase::QueryView::memoryBytes() const {
 
 // --- QueryRead ----------------------------------------------------------------
 
-bool BroadPhase::QueryRead::heldHere(const BroadPhase& bp) {
+bool BroadPhase::Impl::QueryRead::heldHere(const BroadPhase::Impl& bp) {
   for (const QueryFrame* f = tFrames; f != nullptr; f = f->below_)
-    if (&f->owner_ == &bp) return true;
+    if (f->owner_.impl_.get() == &bp) return true;
   return false;
 }
 
@@ -217,7 +218,7 @@ const View* lockFor(const View* view, bool held) {
 }
 }  // namespace
 
-BroadPhase::QueryRead::QueryRead(const BroadPhase& bp)
+BroadPhase::Impl::QueryRead::QueryRead(const BroadPhase::Impl& bp)
     : locked(lockFor(bp.view_.get(), bp.view_ && heldHere(bp))),
       side(bp.view_ ? *bp.view_->side : *bp.structure_),
       rules(bp.view_ ? bp.view_->rules : bp.rules_),
@@ -229,13 +230,13 @@ BroadPhase::QueryRead::QueryRead(const BroadPhase& bp)
 
 BroadPhase::QueryFrame::QueryFrame(const BroadPhase& broadphase)
     : owner_(broadphase), below_(tFrames) {
-  const QueryView* view = broadphase.view_.get();
+  const Impl::QueryView* view = broadphase.impl_->view_.get();
   if (view == nullptr) {
     reportError(ErrorCode::invalidArgument,
                 "QueryFrame: the BroadPhase was built without concurrentQueries");
     return;  // not on the stack: holds nothing
   }
-  if (!QueryRead::heldHere(broadphase)) {
+  if (!Impl::QueryRead::heldHere(*broadphase.impl_)) {
     view->lockShared();
     locked_ = true;
   }
@@ -244,13 +245,14 @@ BroadPhase::QueryFrame::QueryFrame(const BroadPhase& broadphase)
 }
 
 BroadPhase::QueryFrame::~QueryFrame() {
-  if (owner_.view_ == nullptr) return;
+  const Impl::QueryView* view = owner_.impl_->view_.get();
+  if (view == nullptr) return;
   tFrames = below_;  // frames end in the reverse order of their making
-  if (locked_) owner_.view_->unlockShared();
+  if (locked_) view->unlockShared();
 }
 
 uint64_t BroadPhase::QueryFrame::userData(uint32_t proxy) const {
-  const QueryView* view = owner_.view_.get();
+  const Impl::QueryView* view = owner_.impl_->view_.get();
   if (view == nullptr) return owner_.userData(proxy);
   if (proxy >= view->live.size() || !view->live[proxy]) {
     reportError(ErrorCode::staleHandle, "QueryFrame::userData: no proxy at index " +

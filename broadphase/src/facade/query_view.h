@@ -1,5 +1,5 @@
-// BroadPhase::QueryView: the structure every const query reads when
-// BroadPhaseConfig::concurrentQueries is set, and BroadPhase::QueryRead, one
+// BroadPhase::Impl::QueryView: the structure every const query reads when
+// BroadPhaseConfig::concurrentQueries is set, and BroadPhase::Impl::QueryRead, one
 // query's hold on whichever structure it reads.
 //
 // The view is a second structure of the configured kind (makeStructure():
@@ -27,7 +27,7 @@
 // main structure, keeps it where it was until the next update).
 #pragma once
 
-#include <broadphase/broad_phase.h>
+#include "facade/broad_phase_impl.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
 
@@ -39,7 +39,7 @@
 
 namespace bp {
 
-struct BroadPhase::QueryView {
+struct BroadPhase::Impl::QueryView {
   // --- Read by queries under `mutex` shared; written under it exclusive.
   // Both are taken through `gate`, so that a reader arriving while the
   // writer waits queues behind it: back to back queries from several
@@ -88,7 +88,7 @@ struct BroadPhase::QueryView {
   // Brings stagedDoubles to the writer's origin and applied DAabbs (the
   // touched entries, or all); true when it has a DoubleWorld. Under the
   // lock, swapDoubles() puts them in.
-  bool stageDoubles(const BroadPhase& bp);
+  bool stageDoubles(const BroadPhase::Impl& bp);
   void swapDoubles(bool present);
 
   bool has(uint32_t proxy) const {
@@ -102,19 +102,19 @@ struct BroadPhase::QueryView {
   void setFilter(uint32_t proxy, const Filter& filter);
   // The end of update(): the frame's removes, adds (rehomes included), user
   // data and moves, then the structure's own update, under the lock.
-  void publish(const BroadPhase& bp);
+  void publish(const BroadPhase::Impl& bp);
   // shiftOrigin(): a fresh view of every live proxy, built outside the lock
   // and swapped in under it.
-  void rebuild(const BroadPhase& bp);
-  std::string validate(const BroadPhase& bp) const;
+  void rebuild(const BroadPhase::Impl& bp);
+  std::string validate(const BroadPhase::Impl& bp) const;
   size_t memoryBytes() const;
 };
 
 // What one query reads, held for the query's duration: with a view, the view
 // under its lock shared (unless this thread holds a QueryFrame of the
 // BroadPhase already, which holds it); else the main structure, no lock.
-struct BroadPhase::QueryRead {
-  explicit QueryRead(const BroadPhase& bp);
+struct BroadPhase::Impl::QueryRead {
+  explicit QueryRead(const BroadPhase::Impl& bp);
   DVec3 origin() const { return dworld ? dworld->origin : DVec3{}; }
   ~QueryRead() {
     if (locked != nullptr) locked->unlockShared();
@@ -122,7 +122,7 @@ struct BroadPhase::QueryRead {
   QueryRead(const QueryRead&) = delete;
   QueryRead& operator=(const QueryRead&) = delete;
   // True when the calling thread holds a QueryFrame of `bp`.
-  static bool heldHere(const BroadPhase& bp);
+  static bool heldHere(const BroadPhase::Impl& bp);
 
   const QueryView* const locked;  // first: the lock is taken before anything is read
   const Side& side;

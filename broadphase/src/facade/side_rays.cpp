@@ -1,4 +1,4 @@
-// BroadPhase::Side::rayTreeFor: when rays get the tree, and making it (see
+// BroadPhase::Impl::Side::rayTreeFor: when rays get the tree, and making it (see
 // side_rays.h for the policy and the thread-safety argument).
 #include "facade/side_rays.h"
 #include "facade/broad_phase_side.h"
@@ -7,8 +7,8 @@
 
 namespace bp {
 
-const RayTree* BroadPhase::Side::rayTreeFor(uint64_t count, RayTreeMode mode,
-                                            Scheduler* scheduler) const {
+const RayTree* BroadPhase::Impl::Side::rayTreeFor(uint64_t count, RayTreeMode mode,
+                                                  Scheduler* scheduler) const {
   if (mode == RayTreeMode::never) return nullptr;
   SideRays& r = rays;
   if (r.readyFor.load(std::memory_order_acquire) == version) return &r.tree;

@@ -1,4 +1,4 @@
-// SideRays: the RayTree a BroadPhase::Side keeps beside its structure for
+// SideRays: the RayTree a BroadPhase::Impl::Side keeps beside its structure for
 // rays, over the boxes the structure holds (leaf ids are structure slots),
 // built or refit on demand.
 //

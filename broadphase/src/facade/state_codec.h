@@ -1,4 +1,4 @@
-// The byte format of BroadPhase::saveState (docs/snapshots.md): the header,
+// The byte format of BroadPhase::Impl::saveState (docs/snapshots.md): the header,
 // the sections that follow it, the little-endian reads and writes, and the
 // checksum. Internal: BroadPhase, its tests and the loadState fuzz target use
 // it (the tests to build snapshots that are wrong in one field only).
@@ -31,7 +31,7 @@
 // and, only when the header's doubleWorld is 1 (the origin is not zero or
 // there are double proxies; docs/large_worlds.md), the double section:
 //
-//   origin           3 f64                 BroadPhase::origin()
+//   origin           3 f64                 BroadPhase::Impl::origin()
 //   pendingCount     u64
 //   doubles          doubleCount x (u32, 6 f64)
 //                                          (index, applied DAabb) of every live double

@@ -10,9 +10,9 @@
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
-#include <broadphase/proxy_id.h>
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
+#include "common/handle_pool.h"
 #include "pairs/pair_budget.h"
 
 #include <concepts>
