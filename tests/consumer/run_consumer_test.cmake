@@ -28,9 +28,15 @@ endif()
 # The consumers compile through ccache too when the build does (BP_CCACHE is
 # its path then): their sources and the scratch prefix keep their paths from
 # one run to the next.
+# ccache hashes the preprocessed source for them (CCACHE_NODIRECT), not the
+# header paths it once saw: find_package resolves the prefix through links,
+# so a clone reached through .ci/run's link can name another clone's
+# installed headers in ccache's manifest, and while that clone's old headers
+# still exist, direct mode would hand back an object built against them.
 set(launcher "")
 if(BP_CCACHE)
   set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${BP_CCACHE})
+  set(ENV{CCACHE_NODIRECT} 1)
 endif()
 foreach(project IN ITEMS ${BP_CONSUMER_DIR} ${BP_EXAMPLES_DIR})
   get_filename_component(name ${project} NAME)
