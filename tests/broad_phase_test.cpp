@@ -880,6 +880,47 @@ TEST(BroadPhase, BadInputIsRejectedAndChangesNothing) {
   test::expectError(ErrorCode::invalidArgument, [] { BroadPhase bp({.margin = -1.0f}); });
 }
 
+// memoryUse() splits memoryBytes() by part: the parts sum to it, and each
+// optional part holds bytes exactly while what it counts exists.
+TEST(BroadPhase, MemoryUseSplitsMemoryBytesByPart) {
+  const Scene scene = makeScene(SceneKind::uniform, 2000, 3);
+  const auto addScene = [&](BroadPhase& bp) {
+    for (size_t i = 0; i < scene.boxes.size(); ++i) bp.add({.box = scene.boxes[i]});
+  };
+  for (const Structure structure : {Structure::bvh, Structure::sweep}) {
+    BroadPhase bp({.structure = structure, .threads = 1, .rayTree = RayTreeMode::never});
+    addScene(bp);
+    bp.update();
+    const size_t pairs = bp.update().pairs.size();
+    ASSERT_GT(pairs, 100u);
+    const MemoryUse m = bp.memoryUse();
+    EXPECT_EQ(m.total(), bp.memoryBytes());
+    EXPECT_GT(m.structure, scene.boxes.size() * sizeof(Aabb));
+    EXPECT_GT(m.proxies, scene.boxes.size() * (sizeof(Aabb) + sizeof(uint64_t)));
+    EXPECT_GE(m.pairs, 2 * pairs * sizeof(ProxyPair));  // this frame's list and the spare
+    EXPECT_EQ(m.rayTree, 0u);
+    EXPECT_EQ(m.doubles, 0u);
+    EXPECT_EQ(m.queryView, 0u);
+  }
+  for (const bool concurrentQueries : {false, true}) {
+    BroadPhase bp({.concurrentQueries = concurrentQueries, .rayTree = RayTreeMode::always});
+    addScene(bp);
+    bp.add(DProxyDesc{.box = toDouble(scene.boxes[0])});
+    bp.update();
+    bp.prepareRays();
+    const MemoryUse m = bp.memoryUse();
+    EXPECT_EQ(m.total(), bp.memoryBytes());
+    EXPECT_GT(m.doubles, 0u);
+    if (concurrentQueries) {
+      EXPECT_EQ(m.rayTree, 0u);                 // queries walk the query structure's tree,
+      EXPECT_GT(m.queryView, m.structure / 2);  // which counts with that structure
+    } else {
+      EXPECT_GT(m.rayTree, 0u);
+      EXPECT_EQ(m.queryView, 0u);
+    }
+  }
+}
+
 // A frame of many events (a pile forming, where every pair begins; the frame
 // where it scatters, where every pair ends) grows the event lists; two frames
 // of few events later that memory is released (memoryBytes() counts it), and

@@ -237,6 +237,36 @@ TEST(DoubleWorld, BoxesTouchingBetweenFloatsAreDecidedInDouble) {
   }
 }
 
+// At an origin of 2^50 a double step is 0.25 and roundOutward() pads each
+// side by 2 before it rounds: the float boxes of boxes one double step apart
+// overlap by several units, far past a float step near the frame's zero.
+// Only the double test may part them (accepts() takes a pair on its float
+// boxes alone only where they overlap by more than those pads).
+TEST(DoubleWorld, BoxesOneDoubleStepApartFarOut) {
+  for (const Config& setup : kSetups) {
+    BroadPhase bp(
+        {.structure = setup.structure, .threads = setup.threads, .rayTree = setup.rayTree});
+    bp.shiftOrigin(Vec3(0x1p50f, 0x1p50f, 0x1p50f));
+    const DVec3 o = bp.origin();
+    std::vector<DAabb> boxes;
+    // A row along x: every other box starts where the last ends, the others
+    // one double step (0.25) after it.
+    double x = o.x;
+    for (int i = 0; i < 30; ++i) {
+      const double lo = (i % 2 == 0) ? x : x + 0.25;
+      const double hi = lo + 1.0 + 0.25 * (i % 3);
+      boxes.push_back({{lo, o.y, o.z}, {hi, o.y + 1.0, o.z + 1.0}});
+      x = hi;
+    }
+    std::vector<ProxyId> ids;
+    for (const DAabb& b : boxes) ids.push_back(bp.add(DProxyDesc{.box = b}));
+    const std::vector<Pair> expected = brute::findPairs(boxes);
+    ASSERT_GE(expected.size(), 14u);
+    ASSERT_LT(expected.size(), 29u);  // some neighbours apart
+    EXPECT_TRUE(test::samePairs(expected, pairsOf(bp.update().pairs))) << name(setup);
+  }
+}
+
 // Float and double proxies in one world: a float proxy lives in the float
 // frame, and double queries and mixed pairs see it at its box + origin().
 TEST(DoubleWorld, FloatAndDoubleProxiesMix) {

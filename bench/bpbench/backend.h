@@ -109,7 +109,14 @@ class Backend {
 
   // Heap bytes the structure says it owns (0: unknown).
   virtual size_t memoryBytes() const { return 0; }
+  // Those bytes by part (BroadPhase::memoryUse(), in kMemoryParts' order);
+  // empty: no split known.
+  virtual std::vector<double> memoryParts() const { return {}; }
 };
+
+// The parts of BroadPhase::memoryUse(), as memoryParts() lists them.
+inline constexpr const char* kMemoryParts[] = {"structure", "ray_tree", "proxies", "changes",
+                                               "pairs",     "events",   "doubles", "query_view"};
 
 // What a backend can do, for the registry and the CLI.
 enum Capability : unsigned {

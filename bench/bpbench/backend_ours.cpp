@@ -160,8 +160,7 @@ namespace {
 // structure (a Bvh), on the calling thread.
 class FacadeBackend final : public Backend {
  public:
-  explicit FacadeBackend(bool concurrentQueries,
-                         bp::Structure structure = bp::Structure::automatic)
+  explicit FacadeBackend(bool concurrentQueries, bp::Structure structure = bp::Structure::automatic)
       : concurrentQueries_(concurrentQueries), structure_(structure) {}
   void build(const Scene& scene, Scheduler& scheduler) override {
     bp::BroadPhaseConfig config;
@@ -253,6 +252,12 @@ class FacadeBackend final : public Backend {
     toSceneIds(out, sceneOf_, remapped);
   }
   size_t memoryBytes() const override { return bp_ ? bp_->memoryBytes() : 0; }
+  std::vector<double> memoryParts() const override {
+    if (!bp_) return {};
+    const bp::MemoryUse m = bp_->memoryUse();
+    return {double(m.structure), double(m.rayTree), double(m.proxies), double(m.changes),
+            double(m.pairs),     double(m.events),  double(m.doubles), double(m.queryView)};
+  }
 
  private:
   void bind(uint32_t id, const Aabb& box, bool isStatic) {

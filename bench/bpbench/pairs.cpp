@@ -136,6 +136,7 @@ void measure(const PairsSpec& spec, Bytes& out) {
   r.pairs = r.frameCounts.back();
   r.hash = r.frameHashes.back();
   r.structMib = double(backend->memoryBytes()) / (1024.0 * 1024.0);
+  r.memoryParts = backend->memoryParts();
   r.peakMib = peakRssMib();
 
   out.put(r.threads);
@@ -151,6 +152,7 @@ void measure(const PairsSpec& spec, Bytes& out) {
   out.putVector(r.frameHashes);
   out.put(r.bruteChecked);
   out.putString(r.checkError);
+  out.putVector(r.memoryParts);
 }
 
 }  // namespace
@@ -171,6 +173,7 @@ PairsResult runPairs(const PairsSpec& spec) {
   r.frameHashes = b.getVector<uint64_t>();
   r.bruteChecked = b.get<uint32_t>();
   r.checkError = b.getString();
+  r.memoryParts = b.getVector<double>();
   return r;
 }
 
@@ -266,6 +269,15 @@ int commandPairs(const Options& o) {
             .add("ratio_to", firstName)
             .add("checked", o.check ? (res.bruteChecked ? "brute+cross" : "cross") : "no");
         row.add("offset", offset, 0);
+        // The facade's bytes by part: a proxy's share of each, but for the
+        // pair and event lists, which grow with the pairs: bytes a pair.
+        for (size_t k = 0; k < res.memoryParts.size(); ++k) {
+          const std::string part = kMemoryParts[k];
+          const bool perPair = part == "pairs" || part == "events";
+          const double per = perPair ? double(std::max<uint64_t>(res.pairs, 1)) : double(n);
+          row.add("mem_" + part + (perPair ? "_per_pair" : "_per_proxy"), res.memoryParts[k] / per,
+                  1);
+        }
         row.add("_threads",
                 std::to_string(res.threads) + ((b->caps & kThreadedPairs) ? "" : " (serial)"));
         row.add("_ratio", formatFixed(firstMedian / res.medianMs, 2) + "x");

@@ -39,7 +39,8 @@ struct PairsResult {
   double buildMs = 0, medianMs = 0, p99Ms = 0, meanMs = 0, maxMs = 0;
   uint64_t pairs = 0, hash = 0;
   double baseMib = 0, peakMib = 0, structMib = 0;
-  std::vector<double> frameMs;  // frames 1..F
+  std::vector<double> memoryParts;  // bytes, kMemoryParts' order (empty: not split)
+  std::vector<double> frameMs;      // frames 1..F
   // Minor page faults in the timed part of frames 2..F: the most in one
   // frame, and the mean.
   uint64_t faultsMax = 0;

@@ -71,16 +71,20 @@ std::string jsonString(const std::string& s) {
 void printRows(const std::vector<Row>& rows, Format format, const std::vector<Column>& columns,
                const std::vector<std::string>& notes) {
   if (rows.empty()) return;
-  std::vector<Field> first;
-  for (const Field& f : rows[0].fields())
-    if (f.key[0] != '_') first.push_back(f);
+  // The columns: every key of any row, in the order of first appearance (a
+  // row without one leaves its cell empty).
+  std::vector<std::string> keys;
+  for (const Row& r : rows)
+    for (const Field& f : r.fields())
+      if (f.key[0] != '_' && std::find(keys.begin(), keys.end(), f.key) == keys.end())
+        keys.push_back(f.key);
   if (format == Format::csv) {
-    for (size_t i = 0; i < first.size(); ++i)
-      std::printf("%s%s", i ? "," : "", csvCell(first[i].key).c_str());
+    for (size_t i = 0; i < keys.size(); ++i)
+      std::printf("%s%s", i ? "," : "", csvCell(keys[i]).c_str());
     std::printf("\n");
     for (const Row& r : rows) {
-      for (size_t i = 0; i < first.size(); ++i) {
-        const Field* f = r.find(first[i].key);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const Field* f = r.find(keys[i]);
         std::printf("%s%s", i ? "," : "", f ? csvCell(f->text).c_str() : "");
       }
       std::printf("\n");

@@ -131,6 +131,9 @@ PYBIND11_MODULE(broadphase, m) {
       .def("proxy_count", &PyBroadPhase::proxyCount)
       .def("validate", &PyBroadPhase::validate)
       .def("memory_bytes", &PyBroadPhase::memoryBytes)
+      .def("memory_use", &PyBroadPhase::memoryUse,
+           "memory_bytes() by part: a dict of structure, ray_tree, proxies, changes, pairs, "
+           "events, doubles and query_view (bytes; see docs/memory.md).")
       .def_property_readonly("structure", &PyBroadPhase::structure)
       .def_property_readonly("threads", &PyBroadPhase::threads);
 }

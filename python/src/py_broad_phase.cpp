@@ -493,6 +493,24 @@ size_t PyBroadPhase::memoryBytes() {
   return world_.memoryBytes();
 }
 
+py::dict PyBroadPhase::memoryUse() {
+  MemoryUse m;
+  {
+    std::shared_lock lock(mutex_);
+    m = world_.memoryUse();
+  }
+  py::dict d;
+  d["structure"] = m.structure;
+  d["ray_tree"] = m.rayTree;
+  d["proxies"] = m.proxies;
+  d["changes"] = m.changes;
+  d["pairs"] = m.pairs;
+  d["events"] = m.events;
+  d["doubles"] = m.doubles;
+  d["query_view"] = m.queryView;
+  return d;
+}
+
 std::string PyBroadPhase::structure() const {
   switch (world_.structure()) {
     case Structure::bvh: return "bvh";

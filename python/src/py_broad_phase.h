@@ -116,6 +116,7 @@ class PyBroadPhase {
   uint32_t proxyCount();
   std::string validate();
   size_t memoryBytes();
+  py::dict memoryUse();
   std::string structure() const;
   int threads() const { return world_.threadCount(); }
 

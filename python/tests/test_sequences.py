@@ -180,6 +180,9 @@ def test_introspection(bp):
     pairs, _, _ = w.update()
     np.testing.assert_array_equal(pairs, [[7, 8], [7, 9], [8, 9]])
     assert w.memory_bytes() > 0 and w.proxy_count() == 3
+    use = w.memory_use()
+    assert sum(use.values()) == w.memory_bytes() and use["structure"] > 0
+    assert use["doubles"] == 0 and use["query_view"] == 0
 
 
 def test_concurrent_queries_from_python_threads(bp, tk):

@@ -184,6 +184,29 @@ struct FramePairs {
                                      /// including those ended by a remove()
 };
 
+/// Where BroadPhase::memoryBytes() goes: the heap bytes a BroadPhase owns,
+/// by part (docs/memory.md). Capacities, not sizes: what is held.
+struct MemoryUse {
+  size_t structure = 0;  ///< the structure (BVH or sweep) and its slot -> proxy map
+  /// The rays' tree, while one is made (RayTreeMode); with
+  /// concurrentQueries the query structure's tree, which counts in queryView.
+  size_t rayTree = 0;
+  /// Per proxy: box, user data, filter and motion, structure handle, state
+  /// bytes, the handle pool; and the BroadPhase object itself.
+  size_t proxies = 0;
+  size_t changes = 0;  ///< the changes pending for the next update(), and the batch scratch
+  /// The pair lists: this frame's and the last frame's (24 bytes a pair),
+  /// the structure's (8 bytes a pair) and its pair buffers.
+  size_t pairs = 0;
+  size_t events = 0;     ///< the begun and ended lists and the pieces they are merged in
+  size_t doubles = 0;    ///< the double proxies' DAabbs; 0 in a float-only world
+  size_t queryView = 0;  ///< concurrentQueries' structure and copies; 0 without
+  /// The sum: memoryBytes().
+  size_t total() const {
+    return structure + rayTree + proxies + changes + pairs + events + doubles + queryView;
+  }
+};
+
 /// The broadphase an engine links: proxies in, pairs, events and query
 /// answers out, over the structure the config names (see the file comment
 /// for the timing model and errors).
@@ -489,7 +512,8 @@ class BroadPhase {
 
   // --- Introspection. ---
   std::string validate() const;  ///< empty when every invariant holds
-  size_t memoryBytes() const;    ///< heap bytes owned, structures included
+  size_t memoryBytes() const;    ///< heap bytes owned, structures included: memoryUse().total()
+  MemoryUse memoryUse() const;   ///< memoryBytes() by part
   /// The pairs the structure found in the last update() (either form),
   /// before the category/mask filters and motion rules: the candidates those
   /// filters examined (pairs of layers that never collide are never among

@@ -257,4 +257,11 @@ size_t Bvh::memoryBytes() const {
   return total;
 }
 
+size_t Bvh::pairBytes() const {
+  auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  size_t total = bytes(bucketStart_) + bytes(bucketCursor_) + bytes(scratchPairs_);
+  for (int w = 0; w < pairBuffers_.size(); ++w) total += bytes(pairBuffers_[w]);
+  return total;
+}
+
 }  // namespace bp

@@ -38,10 +38,10 @@
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
-#include "common/handle_pool.h"
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
 #include "bvh/bvh_node.h"
+#include "common/handle_pool.h"
 #include "pairs/pair_budget.h"
 
 #include <cstddef>
@@ -160,6 +160,7 @@ class Bvh {
 
   std::string validate() const;
   size_t memoryBytes() const;
+  size_t pairBytes() const;  // of memoryBytes(): the pair buffers and the pair sort's scratch
 
   // Bvh-only: force a full rebuild of both trees (after update()), and observe
   // the trees. qualityRatio() is the SAH cost of the dynamic tree over the

@@ -219,23 +219,25 @@ std::string BroadPhase::Impl::validate() const {
   return {};
 }
 
-size_t BroadPhase::Impl::memoryBytes() const {
-  size_t bytes =
-      rules_.capacity() * sizeof(Rules) + userData_.capacity() * sizeof(uint64_t) +
-      inner_.capacity() * sizeof(ProxyId) + state_.capacity() + renewed_.capacity() +
-      pool_.capacity() * (sizeof(uint32_t) * 2 + 1) +
-      (pendingAdds_.capacity() + pendingMoves_.capacity() + renewedList_.capacity()) *
-          sizeof(uint32_t) +
-      pendingRemoves_.capacity() * sizeof(ProxyId) + moveIds_.capacity() * sizeof(ProxyId) +
-      appliedMoves_.capacity() * sizeof(uint32_t) + chunkAscending_.capacity() +
-      chunkCount_.capacity() * sizeof(uint32_t) +
-      (boxes_.capacity() + moveBoxes_.capacity()) * sizeof(Aabb) +
-      (pairs_.capacity() + previous_.capacity() + begun_.capacity() + ended_.capacity()) *
-          sizeof(ProxyPair);
-  for (const EventChunk& e : eventChunks_)
-    bytes += (e.begun.capacity() + e.ended.capacity()) * sizeof(ProxyPair);
-  if (dworld_) bytes += sizeof(DoubleWorld) + dworld_->memoryBytes();
-  return bytes + structure_->memoryBytes() + (view_ ? view_->memoryBytes() : 0);
+MemoryUse BroadPhase::Impl::memoryUse() const {
+  auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  MemoryUse m;
+  const Side& side = *structure_;
+  m.structure = side.structureBytes();
+  m.rayTree = side.rays.tree.memoryBytes();
+  // The handle pool: a generation (4), a live flag (1) and at most one free
+  // entry (4) per slot.
+  m.proxies = sizeof(Impl) + bytes(boxes_) + bytes(userData_) + bytes(rules_) + bytes(inner_) +
+              bytes(state_) + bytes(renewed_) + size_t(pool_.capacity()) * 9;
+  m.changes = bytes(pendingAdds_) + bytes(pendingMoves_) + bytes(pendingRemoves_) +
+              bytes(appliedMoves_) + bytes(moveIds_) + bytes(moveBoxes_) + bytes(chunkAscending_) +
+              bytes(chunkCount_) + bytes(renewedList_);
+  m.pairs = side.pairBytes() + bytes(pairs_) + bytes(previous_);
+  m.events = bytes(begun_) + bytes(ended_) + bytes(eventChunks_);
+  for (const EventChunk& e : eventChunks_) m.events += bytes(e.begun) + bytes(e.ended);
+  if (dworld_) m.doubles = sizeof(DoubleWorld) + dworld_->memoryBytes();
+  if (view_) m.queryView = view_->memoryBytes();
+  return m;
 }
 
 }  // namespace bp

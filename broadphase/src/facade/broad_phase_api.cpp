@@ -118,8 +118,8 @@ void BroadPhase::nearest(const DVec3& point, uint32_t k, std::vector<DNeighbour>
 void BroadPhase::saveState(std::vector<std::byte>& out) const { impl_->saveState(out); }
 void BroadPhase::loadState(std::span<const std::byte> bytes) { impl_->loadState(bytes); }
 std::string BroadPhase::validate() const { return impl_->validate(); }
-// The Impl itself is heap too.
-size_t BroadPhase::memoryBytes() const { return sizeof(Impl) + impl_->memoryBytes(); }
+size_t BroadPhase::memoryBytes() const { return impl_->memoryUse().total(); }
+MemoryUse BroadPhase::memoryUse() const { return impl_->memoryUse(); }
 uint64_t BroadPhase::lastStructurePairs() const { return impl_->lastStructurePairs(); }
 Structure BroadPhase::structure() const { return impl_->structure(); }
 Scheduler& BroadPhase::scheduler() { return impl_->scheduler(); }

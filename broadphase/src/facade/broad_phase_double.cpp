@@ -7,6 +7,7 @@
 #include "facade/broad_phase_impl.h"
 
 #include "common/assert.h"
+#include "common/even_chunks.h"
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
@@ -16,6 +17,7 @@
 #include "raytree/ray_tree_nearest.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -24,8 +26,43 @@ namespace bp {
 
 namespace {
 
+// A double move batch is checked in chunks of at most this many entries for
+// the threads (as the float batch).
+constexpr uint32_t kDoubleMoveChunk = 8192;
+
 bool knownMotion(MotionType m) {
   return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;
+}
+
+// Whether two float boxes of the frame overlap by so much that the double
+// boxes behind them surely overlap too, so that accepts() need not read them.
+// A double proxy's float box is roundOutward() of its DAabb: each side lies
+// outside the double side by at most one float step (below 2^-23 |x| for a
+// float x, 2^-149 below the normal range) plus the two pads of 2^-50
+// (|coordinate| + |origin|) that cover the subtractions; a float proxy's
+// world box is box + origin rounded in double, off by less than one such
+// pad. Every coordinate lies within 2^24 + 1 of the origin, so `pad`, from
+// the origin alone, bounds every pad. On each axis, when a's upper side minus
+// b's lower side exceeds both sides' steps (counted twice, for the
+// difference's own rounding) and four pads, and the same the other way, the
+// double sides overlap as well.
+bool surelyOverlapInDouble(const Aabb& a, const Aabb& b, double pad) {
+  const double fourPads = 4.0 * pad + 0x1p-140;
+  bool sure = true;
+  for (int axis = 0; axis < 3; ++axis) {
+    const double aMin = a.min[axis], aMax = a.max[axis];
+    const double bMin = b.min[axis], bMax = b.max[axis];
+    sure &= aMax - bMin >= 0x1p-22 * (std::fabs(aMax) + std::fabs(bMin)) + fourPads;
+    sure &= bMax - aMin >= 0x1p-22 * (std::fabs(bMax) + std::fabs(aMin)) + fourPads;
+  }
+  return sure;
+}
+
+// The bound on every rounding pad of roundOutward() and of a float box's
+// world box around `origin` (see surelyOverlapInDouble).
+double roundingPad(const DVec3& origin) {
+  const double o = std::max({std::fabs(origin.x), std::fabs(origin.y), std::fabs(origin.z)});
+  return 0x1p-50 * (2.0 * o + 0x1p25);
 }
 
 // A float box of the frame as a world box: box + origin, per coordinate in double.
@@ -118,14 +155,18 @@ void BroadPhase::Impl::applyDoubleBoxes() {
   };
   for (const uint32_t i : pendingAdds_)
     if ((state_[i] & kPendingAdd) && w.has(i)) apply(i);
+  // (An unmarked list, recordFirstBatch's, holds pending moves only.)
   for (const uint32_t i : pendingMoves_)
-    if ((state_[i] & kPendingMove) && w.has(i)) apply(i);
+    if ((movesUnmarked_ || (state_[i] & kPendingMove)) && w.has(i)) apply(i);
 }
 
 // accepts(), after applyPending(): a pair with a double proxy stands when
 // the double boxes overlap (the structure found it on the outward float boxes).
 bool BroadPhase::Impl::exactOverlap(uint32_t a, uint32_t b) const {
   const DoubleWorld& w = *dworld_;
+  // Most pairs overlap deeply: decided on the float boxes (two reads a pair
+  // instead of the double flags' pages and two DAabbs).
+  if (surelyOverlapInDouble(boxes_[a], boxes_[b], roundingPad(w.origin))) return true;
   const bool da = w.has(a), db = w.has(b);
   if (!da && !db) return true;
   const DAabb boxA = da ? w.applied[a] : toWorld(boxes_[a], w.origin);
@@ -242,33 +283,54 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
                                                 " boxes");
     return;
   }
-  // Everything validated before anything is recorded. The float boxes are
-  // computed once, in the check, and kept for the record pass.
-  // (The message is built on the failing entry only: this is the frame's hot path.)
-  const auto where = [](size_t k) { return "move: entry " + std::to_string(k); };
-  if (dworld_) dworld_->frameBoxes.resize(ids.size());
-  for (size_t k = 0; k < ids.size(); ++k) {
-    if (!pool_.isLive(ids[k])) {
-      checkLive(ids[k], where(k).c_str());
-      return;
+  const uint32_t n = static_cast<uint32_t>(ids.size());
+  if (n == 0) return;
+  // Everything validated before anything is recorded, in chunks: every
+  // handle live and a double proxy's, every box valid, and its float box
+  // (computed once, kept for the record) within the frame.
+  if (!dworld_ || dworld_->count == 0) {  // no double proxy: the first entry is bad
+    reportDoubleMoveCulprit(ids, boxes);
+    return;
+  }
+  DoubleWorld& w = *dworld_;
+  w.frameBoxes.resize(n);
+  const bool parallel = scheduler_->threadCount() > 1 && n > kDoubleMoveChunk;
+  const EvenChunks split =
+      parallel ? evenChunks(n, kDoubleMoveChunk, 1, uint32_t(scheduler_->threadCount()))
+               : EvenChunks{1, n};
+  std::atomic<bool> bad{false};
+  forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+    bool good = true;
+    for (uint32_t k = begin; k < end && good; ++k) {
+      const ProxyId id = ids[k];
+      good = pool_.isLive(id) && w.has(id.index) && isValid(boxes[k]) &&
+             isValid(w.frameBoxes[k] = roundOutward(boxes[k], w.origin));
     }
+    if (!good) bad.store(true, std::memory_order_relaxed);
+  });
+  if (bad.load(std::memory_order_relaxed)) {
+    reportDoubleMoveCulprit(ids, boxes);
+    return;
+  }
+  // The double boxes as given, in batch order (a repeated proxy keeps its
+  // last), then their float boxes recorded as a float batch is.
+  for (uint32_t k = 0; k < n; ++k) w.pending[ids[k].index] = boxes[k];
+  recordBatch(ids, w.frameBoxes, true);
+}
+
+// The first bad entry of a double batch that failed its check, reported.
+void BroadPhase::Impl::reportDoubleMoveCulprit(std::span<const ProxyId> ids,
+                                               std::span<const DAabb> boxes) const {
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const std::string where = "move: entry " + std::to_string(k);
+    if (!checkLive(ids[k], where.c_str())) return;
     if (!isDoubleProxy(ids[k].index)) {
       reportError(ErrorCode::invalidArgument,
-                  where(k) + ": proxy " + std::to_string(ids[k].index) +
+                  where + ": proxy " + std::to_string(ids[k].index) +
                       " was added with a float box (move it with an Aabb)");
       return;
     }
-    if (!isValid(boxes[k]) ||
-        !isValid(dworld_->frameBoxes[k] = roundOutward(boxes[k], dworld_->origin))) {
-      checkDoubleBox(boxes[k], where(k) + ": ");
-      return;
-    }
-  }
-  DoubleWorld& w = *dworld_;
-  for (size_t k = 0; k < ids.size(); ++k) {
-    const uint32_t i = ids[k].index;
-    w.pending[i] = boxes[k];
-    recordMove(i, w.frameBoxes[k]);
+    if (!checkDoubleBox(boxes[k], where + ": ")) return;
   }
 }
 

@@ -91,7 +91,7 @@ struct BroadPhase::Impl {
   void saveState(std::vector<std::byte>& out) const;
   void loadState(std::span<const std::byte> bytes);
   std::string validate() const;
-  size_t memoryBytes() const;
+  MemoryUse memoryUse() const;
   uint64_t lastStructurePairs() const;
   Structure structure() const { return config_.structure; }
   Scheduler& scheduler() { return *scheduler_; }
@@ -118,6 +118,7 @@ struct BroadPhase::Impl {
   std::unique_ptr<Side> makeStructure() const;
   void rebuild();
   void recordMove(uint32_t index, const Aabb& box);
+  void recordBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, bool ofDoubles);
   // Records entries [begin, end) of a checked batch (see the definition).
   uint32_t recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                        uint32_t end, uint32_t* out);
@@ -175,6 +176,7 @@ struct BroadPhase::Impl {
   DoubleWorld& doubleWorld();
   bool isDoubleProxy(uint32_t index) const;
   bool checkDoubleBox(const DAabb& box, const std::string& where) const;
+  void reportDoubleMoveCulprit(std::span<const ProxyId> ids, std::span<const DAabb> boxes) const;
   void markDouble(uint32_t index, const DAabb& box);
   void forgetDouble(uint32_t index);
   void applyDoubleBoxes();

@@ -135,11 +135,16 @@ struct BroadPhase::Impl::Side {
   std::string validate() const {
     return visit([&](const auto& s) { return s.validate(); });
   }
-  size_t memoryBytes() const {
-    return visit([&](const auto& s) { return s.memoryBytes(); }) +
-           outer.capacity() * sizeof(uint32_t) + pairs.capacity() * sizeof(Pair) +
-           rays.tree.memoryBytes();
+  // The structure and the slot map, without the structure's pair buffers
+  // and sorted pairs (pairBytes) and the rays' tree.
+  size_t structureBytes() const {
+    return visit([&](const auto& s) { return s.memoryBytes() - s.pairBytes(); }) +
+           outer.capacity() * sizeof(uint32_t);
   }
+  size_t pairBytes() const {
+    return visit([&](const auto& s) { return s.pairBytes(); }) + pairs.capacity() * sizeof(Pair);
+  }
+  size_t memoryBytes() const { return structureBytes() + pairBytes() + rays.tree.memoryBytes(); }
 };
 
 }  // namespace bp

@@ -231,6 +231,15 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const Aabb> 
                                                 " boxes");
     return;
   }
+  recordBatch(ids, boxes, false);
+}
+
+// A batch of float boxes: the float move()'s, each entry checked here and a
+// double proxy rejected, or (ofDoubles) the float boxes of a double move()
+// batch, whose entries that move() checked already: every handle live and a
+// double proxy's, every box valid. Either takes the first batch's path.
+void BroadPhase::Impl::recordBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
+                                   bool ofDoubles) {
   const uint32_t n = static_cast<uint32_t>(ids.size());
   if (n == 0) return;
   const bool parallel = scheduler_->threadCount() > 1 && n > kMoveChunk;
@@ -240,7 +249,8 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const Aabb> 
   // The usual frame's one batch: see recordFirstBatch(). One it does not
   // take has had its chunks' order found (chunkAscending_) already.
   bool orderKnown = false;
-  if (pendingMoves_.empty() && pendingAdds_.empty() && !(dworld_ && dworld_->count != 0)) {
+  const bool doublesToReject = !ofDoubles && dworld_ && dworld_->count != 0;
+  if (pendingMoves_.empty() && pendingAdds_.empty() && !doublesToReject) {
     const FirstBatch taken = recordFirstBatch(ids, boxes, split);
     if (taken == FirstBatch::rejected) reportMoveCulprit(ids, boxes);
     if (taken != FirstBatch::notTaken) return;
@@ -266,7 +276,7 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const Aabb> 
     reportMoveCulprit(ids, boxes);
     return;
   }
-  if (dworld_ && dworld_->count != 0)
+  if (doublesToReject)
     for (size_t k = 0; k < ids.size(); ++k)
       if (dworld_->has(ids[k].index)) {
         reportError(ErrorCode::invalidArgument, "move: entry " + std::to_string(k) + ": proxy " +

@@ -66,6 +66,7 @@ concept StructureContract = requires(
   // Diagnostics.
   { cs.validate() } -> std::same_as<std::string>;
   { cs.memoryBytes() } -> std::same_as<size_t>;
+  { cs.pairBytes() } -> std::same_as<size_t>;
 };
 
 }  // namespace bp

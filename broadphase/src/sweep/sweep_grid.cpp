@@ -426,4 +426,10 @@ size_t SweepGrid::memoryBytes() const {
   return bytes;
 }
 
+size_t SweepGrid::pairBytes() const {
+  size_t bytes = router_.memoryBytes();
+  for (int w = 0; w < pairBuffers_.size(); ++w) bytes += pairBuffers_[w].memoryBytes();
+  return bytes;
+}
+
 }  // namespace bp

@@ -66,9 +66,9 @@
 #include <broadphase/math/aabb.h>
 #include <broadphase/math/ray.h>
 #include <broadphase/pair.h>
-#include "common/handle_pool.h"
 #include <broadphase/query.h>
 #include <broadphase/ray_hit.h>
+#include "common/handle_pool.h"
 #include "pairs/pair_budget.h"
 #include "pairs/pair_buffer.h"
 #include "pairs/pair_router.h"
@@ -322,6 +322,7 @@ class SweepGrid {
 
   std::string validate() const;
   size_t memoryBytes() const;
+  size_t pairBytes() const;  // of memoryBytes(): the pair buffers and the router
 
   // Introspection for tests and benchmarks.
   float cellSize() const { return side_[1]; }    // across the sweep axis (y, z)
