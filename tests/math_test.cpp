@@ -1,9 +1,14 @@
 #include <broadphase/math/aabb.h>
+#include <broadphase/math/daabb.h>
 #include <broadphase/math/ray.h>
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <limits>
+#include <random>
+#include <vector>
 
 namespace bp {
 namespace {
@@ -123,6 +128,56 @@ TEST(Ray, IsValidRayAgreesWithItsDescription) {
         valid += described;
       }
   EXPECT_GT(valid, 0);
+}
+
+// roundDown/roundUp (math/daabb.h, the double path's outward rounding) are
+// the largest float <= x and the smallest float >= x: checked against
+// std::nextafter on edge values and on random doubles of every magnitude.
+TEST(DAabb, RoundDownAndUpAreTheNearestFloatsOutward) {
+  constexpr double kDoubleInf = std::numeric_limits<double>::infinity();
+  const auto refDown = [](double x) {
+    float f = static_cast<float>(x);
+    while (double(f) > x) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+    return f;
+  };
+  const auto refUp = [](double x) {
+    float f = static_cast<float>(x);
+    while (double(f) < x) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    return f;
+  };
+  const auto same = [](float a, float b) {
+    return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+  };
+  std::vector<double> xs = {0.0,
+                            -0.0,
+                            1.0,
+                            -1.0,
+                            0.1,
+                            -0.1,
+                            1e-45,
+                            -1e-45,
+                            1e-300,
+                            -1e-300,
+                            double(std::numeric_limits<float>::max()),
+                            1e39,
+                            -1e39,
+                            kDoubleInf,
+                            -kDoubleInf,
+                            double(std::numeric_limits<float>::denorm_min()),
+                            16777217.0,
+                            -16777217.0,
+                            1e9 + 0.25,
+                            -1e9 - 0.25};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 200000; ++i) {
+    const double mantissa = std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+    const int exponent = int(rng() % 300) - 150;
+    xs.push_back(std::ldexp(mantissa, exponent));
+  }
+  for (const double x : xs) {
+    ASSERT_TRUE(same(roundDown(x), refDown(x))) << x;
+    ASSERT_TRUE(same(roundUp(x), refUp(x))) << x;
+  }
 }
 
 }  // namespace

@@ -299,12 +299,20 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
       parallel ? evenChunks(n, kDoubleMoveChunk, 1, uint32_t(scheduler_->threadCount()))
                : EvenChunks{1, n};
   std::atomic<bool> bad{false};
+  // Each entry's tests are and'ed without a branch (nearly every batch is
+  // good). A double box that is not finite gives a float box that is not
+  // either, so of isValid(DAabb) only the order of min and max is tested on
+  // the double box itself (the rounding could hide a slight inversion).
   forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
-    bool good = true;
-    for (uint32_t k = begin; k < end && good; ++k) {
+    unsigned good = 1;
+    for (uint32_t k = begin; k < end; ++k) {
       const ProxyId id = ids[k];
-      good = pool_.isLive(id) && w.has(id.index) && isValid(boxes[k]) &&
-             isValid(w.frameBoxes[k] = roundOutward(boxes[k], w.origin));
+      const DAabb& box = boxes[k];
+      const Aabb frame = roundOutward(box, w.origin);
+      w.frameBoxes[k] = frame;
+      good &= unsigned(pool_.isLiveBranchFree(id)) & unsigned(w.has(id.index)) &
+              unsigned(box.min.x <= box.max.x) & unsigned(box.min.y <= box.max.y) &
+              unsigned(box.min.z <= box.max.z) & unsigned(isValid(frame));
     }
     if (!good) bad.store(true, std::memory_order_relaxed);
   });

@@ -93,20 +93,27 @@ std::string toString(const DAabb& box);
 
 /// The float below `f` (not NaN, not -inf): std::nextafter toward -inf
 /// without the library call (the double path's moves round six per box).
+/// Selects, no branch: whether a cast rounded up is a coin toss per
+/// coordinate, and as branches the six of a box were mispredicted about
+/// half the time.
 inline float nextDown(float f) {
-  if (f == 0.0f) return -std::numeric_limits<float>::denorm_min();
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
-  return std::bit_cast<float>(f > 0.0f ? bits - 1 : bits + 1);
+  const int32_t bits = std::bit_cast<int32_t>(f);
+  // A positive float (sign bit clear) steps down its bits, a negative one
+  // up; +0 (bits 0) goes to the negative float nearest zero.
+  const int32_t step = bits > 0 ? -1 : 1;
+  return std::bit_cast<float>(bits == 0 ? int32_t(0x80000001u) : bits + step);
 }
 /// The largest float <= x (-inf below the float range).
 inline float roundDown(double x) {
   const float f = static_cast<float>(x);
-  return double(f) > x ? nextDown(f) : f;
+  const float below = nextDown(f);
+  return double(f) > x ? below : f;
 }
 /// The smallest float >= x (+inf above the float range).
 inline float roundUp(double x) {
   const float f = static_cast<float>(x);
-  return double(f) < x ? -nextDown(-f) : f;
+  const float above = -nextDown(-f);
+  return double(f) < x ? above : f;
 }
 
 /// The float box that stands for `box` in a float frame whose zero is at
