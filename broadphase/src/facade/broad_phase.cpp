@@ -225,10 +225,8 @@ MemoryUse BroadPhase::Impl::memoryUse() const {
   const Side& side = *structure_;
   m.structure = side.structureBytes();
   m.rayTree = side.rays.tree.memoryBytes();
-  // The handle pool: a generation (4), a live flag (1) and at most one free
-  // entry (4) per slot.
   m.proxies = sizeof(Impl) + bytes(boxes_) + bytes(userData_) + bytes(rules_) + bytes(inner_) +
-              bytes(state_) + bytes(renewed_) + size_t(pool_.capacity()) * 9;
+              bytes(state_) + bytes(renewed_) + pool_.memoryBytes();
   m.changes = bytes(pendingAdds_) + bytes(pendingMoves_) + bytes(pendingRemoves_) +
               bytes(appliedMoves_) + bytes(moveIds_) + bytes(moveBoxes_) + bytes(chunkAscending_) +
               bytes(chunkCount_) + bytes(renewedList_);

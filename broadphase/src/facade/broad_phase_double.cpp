@@ -26,10 +26,6 @@ namespace bp {
 
 namespace {
 
-// A double move batch is checked in chunks of at most this many entries for
-// the threads (as the float batch).
-constexpr uint32_t kDoubleMoveChunk = 8192;
-
 bool knownMotion(MotionType m) {
   return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;
 }
@@ -294,10 +290,7 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   }
   DoubleWorld& w = *dworld_;
   w.frameBoxes.resize(n);
-  const bool parallel = scheduler_->threadCount() > 1 && n > kDoubleMoveChunk;
-  const EvenChunks split =
-      parallel ? evenChunks(n, kDoubleMoveChunk, 1, uint32_t(scheduler_->threadCount()))
-               : EvenChunks{1, n};
+  const EvenChunks split = moveChunks(n);
   std::atomic<bool> bad{false};
   // Each entry's tests are and'ed without a branch (nearly every batch is
   // good). A double box that is not finite gives a float box that is not

@@ -119,6 +119,7 @@ struct BroadPhase::Impl {
   void rebuild();
   void recordMove(uint32_t index, const Aabb& box);
   void recordBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, bool ofDoubles);
+  EvenChunks moveChunks(uint32_t n) const;
   // Records entries [begin, end) of a checked batch (see the definition).
   uint32_t recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                        uint32_t end, uint32_t* out);
@@ -126,10 +127,12 @@ struct BroadPhase::Impl {
   // A frame's first batch (see the definition): recorded, rejected (a bad
   // entry: nothing changed, the culprit is to be reported) or not taken.
   enum class FirstBatch : uint8_t { recorded, rejected, notTaken };
+  // `checked`: the caller checked every entry already (a double batch's
+  // float boxes), so they are recorded without a check.
   FirstBatch recordFirstBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                              EvenChunks split);
+                              EvenChunks split, bool checked);
   uint32_t checkAndRecord(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
-                          uint32_t end, bool& ascending);
+                          uint32_t end, bool checked, bool& ascending);
   void restoreStructureBoxes(std::span<const ProxyId> ids, uint32_t begin, uint32_t end);
   // Sets kPendingMove on the entries of an unmarked list (movesUnmarked_).
   void markPendingMoves();

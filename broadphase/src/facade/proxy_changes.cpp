@@ -234,24 +234,30 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const Aabb> 
   recordBatch(ids, boxes, false);
 }
 
+// A move batch, or the pending moves, in chunks for the threads: one chunk
+// on one thread or up to kMoveChunk entries, else chunks of at most that.
+EvenChunks BroadPhase::Impl::moveChunks(uint32_t n) const {
+  const uint32_t threads = uint32_t(scheduler_->threadCount());
+  return threads > 1 && n > kMoveChunk ? evenChunks(n, kMoveChunk, 1, threads) : EvenChunks{1, n};
+}
+
 // A batch of float boxes: the float move()'s, each entry checked here and a
 // double proxy rejected, or (ofDoubles) the float boxes of a double move()
-// batch, whose entries that move() checked already: every handle live and a
-// double proxy's, every box valid. Either takes the first batch's path.
+// batch, whose entries that move() checked already (every handle live and a
+// double proxy's, every box valid), so they are not checked again. Either
+// takes the first batch's path.
 void BroadPhase::Impl::recordBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
                                    bool ofDoubles) {
   const uint32_t n = static_cast<uint32_t>(ids.size());
   if (n == 0) return;
-  const bool parallel = scheduler_->threadCount() > 1 && n > kMoveChunk;
-  const EvenChunks split = parallel
-                               ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
-                               : EvenChunks{1, n};
+  const EvenChunks split = moveChunks(n);
+  const bool parallel = split.count > 1;
   // The usual frame's one batch: see recordFirstBatch(). One it does not
   // take has had its chunks' order found (chunkAscending_) already.
   bool orderKnown = false;
   const bool doublesToReject = !ofDoubles && dworld_ && dworld_->count != 0;
   if (pendingMoves_.empty() && pendingAdds_.empty() && !doublesToReject) {
-    const FirstBatch taken = recordFirstBatch(ids, boxes, split);
+    const FirstBatch taken = recordFirstBatch(ids, boxes, split, ofDoubles);
     if (taken == FirstBatch::rejected) reportMoveCulprit(ids, boxes);
     if (taken != FirstBatch::notTaken) return;
     orderKnown = split.count > 1;
@@ -269,7 +275,8 @@ void BroadPhase::Impl::recordBatch(std::span<const ProxyId> ids, std::span<const
   if (!orderKnown) chunkAscending_.assign(split.count, 0);
   std::atomic<bool> bad{false};
   forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
-    if (!allLiveAndValid(pool_, ids, boxes, begin, end)) bad.store(true, std::memory_order_relaxed);
+    if (!ofDoubles && !allLiveAndValid(pool_, ids, boxes, begin, end))
+      bad.store(true, std::memory_order_relaxed);
     if (parallel && !orderKnown) chunkAscending_[c] = indicesAscending(ids, begin, end);
   });
   if (bad.load(std::memory_order_relaxed)) {
@@ -333,7 +340,7 @@ void BroadPhase::Impl::reportMoveCulprit(std::span<const ProxyId> ids,
 // in two chunks); otherwise nothing is done and the general path runs.
 BroadPhase::Impl::FirstBatch BroadPhase::Impl::recordFirstBatch(std::span<const ProxyId> ids,
                                                                 std::span<const Aabb> boxes,
-                                                                EvenChunks split) {
+                                                                EvenChunks split, bool checked) {
   const uint32_t n = static_cast<uint32_t>(ids.size());
   if (split.count > 1) {
     chunkAscending_.assign(split.count, 0);
@@ -350,7 +357,7 @@ BroadPhase::Impl::FirstBatch BroadPhase::Impl::recordFirstBatch(std::span<const 
   bool ascending = true;
   forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
     bool chunkAscending = true;
-    chunkCount_[c] = checkAndRecord(ids, boxes, begin, end, chunkAscending);
+    chunkCount_[c] = checkAndRecord(ids, boxes, begin, end, checked, chunkAscending);
     if (chunkCount_[c] != end) bad.store(true, std::memory_order_relaxed);
     if (split.count == 1) ascending = chunkAscending;
   });
@@ -381,12 +388,13 @@ BroadPhase::Impl::FirstBatch BroadPhase::Impl::recordFirstBatch(std::span<const 
 // `ascending` whether their indices strictly increase. Returns where it
 // stopped: `end`, or the start of the first block holding a bad entry.
 uint32_t BroadPhase::Impl::checkAndRecord(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
-                                          uint32_t begin, uint32_t end, bool& ascending) {
+                                          uint32_t begin, uint32_t end, bool checked,
+                                          bool& ascending) {
   Aabb* const stored = boxes_.data();
   uint32_t* const out = pendingMoves_.data();
   for (uint32_t b = begin; b < end; b += kCheckBlock) {
     const uint32_t e = std::min(end, b + kCheckBlock);
-    if (!allLiveAndValid(pool_, ids, boxes, b, e)) return b;
+    if (!checked && !allLiveAndValid(pool_, ids, boxes, b, e)) return b;
     ascending &= indicesAscending(ids, b, e);
     for (uint32_t k = b; k < e; ++k) {
       const uint32_t i = ids[k].index;
@@ -553,10 +561,7 @@ void BroadPhase::Impl::applyPending() {
   const bool unmarked = std::exchange(movesUnmarked_, false);
   appliedMoves_.clear();
   if (n == 0) return;
-  const bool parallel = scheduler_->threadCount() > 1 && n > kMoveChunk;
-  const EvenChunks split = parallel
-                               ? evenChunks(n, kMoveChunk, 1, uint32_t(scheduler_->threadCount()))
-                               : EvenChunks{1, n};
+  const EvenChunks split = moveChunks(n);
   if (!unmarked) {  // (an unmarked list has no marks to clear)
     forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
       uint8_t* const state = state_.data();
