@@ -37,6 +37,7 @@ TEST(HandlePool, FreshPoolIssuesDenseIndicesInOrder) {
   }
   EXPECT_EQ(pool.capacity(), 100u);
   EXPECT_EQ(pool.liveCount(), 100u);
+  EXPECT_EQ(pool.memoryBytes(), 100u * 9);  // generation, live flag, free entry a slot
   EXPECT_EQ(pool.validate(), "");
 }
 

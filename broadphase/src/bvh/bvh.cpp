@@ -246,9 +246,7 @@ size_t Bvh::memoryBytes() const {
   size_t total = bytes(exact_) + bytes(fat_) + bytes(leafRef_) + bytes(movedPos_) +
                  bytes(isStatic_) + bytes(scratchTop_) + bytes(scratchFrontier_) +
                  bytes(bucketStart_) + bytes(bucketCursor_) + bytes(scratchPairs_);
-  // The pool holds a generation (4), a live flag (1) and at most one free
-  // entry (4) per slot.
-  total += size_t(pool_.capacity()) * 9;
+  total += pool_.memoryBytes();
   total += bytes(group_);
   for (const BvhTree* t = trees_.data(); t != trees_.data() + trees_.size(); ++t)
     total += bytes(t->nodes) + bytes(t->freeNodes) + bytes(t->pendingInserts) + bytes(t->moved) +

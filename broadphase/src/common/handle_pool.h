@@ -13,6 +13,7 @@
 
 #include <broadphase/proxy_id.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -77,6 +78,9 @@ class HandlePool {
   const uint8_t* liveFlags() const { return live_.data(); }
   /// Slots live now: allocated and not released.
   uint32_t liveCount() const { return liveCount_; }
+  /// Heap bytes, counted by slot: a generation (4), a live flag (1) and at
+  /// most one free-list entry (4) per slot.
+  size_t memoryBytes() const { return size_t(capacity()) * 9; }
   /// Makes room for `n` slots, so that allocate() does not allocate until
   /// capacity() reaches `n`.
   void reserve(uint32_t n);

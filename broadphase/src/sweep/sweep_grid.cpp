@@ -421,8 +421,7 @@ size_t SweepGrid::memoryBytes() const {
   for (int w = 0; w < pairBuffers_.size(); ++w) bytes += pairBuffers_[w].memoryBytes();
   bytes += router_.memoryBytes();
   for (const CellMap& map : maps_) bytes += map.memoryBytes();
-  // HandlePool: generation (4) + live (1) + free list (4) per slot.
-  bytes += size_t(pool_.capacity()) * 9;
+  bytes += pool_.memoryBytes();
   return bytes;
 }
 
