@@ -679,6 +679,96 @@ TEST(ConcurrentQueries, DoubleQueriesDuringUpdate) {
   }
 }
 
+// The query structure catches up when a query first reads it, so frames
+// nobody queried pile their moves up in it: a proxy moved in several of
+// them, moved and then removed (its index reused by an add), rehomed by a
+// motion change, or re-added, must answer as the object without the option
+// does once a query comes, on the boxes of the last frame. Queries (and no
+// validate(), which catches up too) come after a random one of every few
+// frames.
+TEST(ConcurrentQueries, FramesNobodyQueriedAnswerAsTheLastFrame) {
+  for (Structure s : kStructures)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(name(s)) + ", " + std::to_string(threads) + " threads");
+      BroadPhaseConfig config;
+      config.structure = s;
+      config.threads = threads;
+      BroadPhase off(config);
+      config.concurrentQueries = true;
+      BroadPhase on(config);
+      std::mt19937 rng(17);
+      std::uniform_real_distribution<float> coord(0.0f, 30.0f), size(0.2f, 2.5f);
+      auto randomBox = [&] {
+        const Vec3 c(coord(rng), coord(rng), coord(rng));
+        const Vec3 h = Vec3::Constant(size(rng));
+        return Aabb{c - h, c + h};
+      };
+      std::vector<std::pair<ProxyId, ProxyId>> live;  // (off, on)
+      for (int k = 0; k < 300; ++k) {
+        const ProxyDesc d{randomBox(), MotionType(rng() % 3), {}, uint64_t(k)};
+        live.push_back({off.add(d), on.add(d)});
+      }
+      const std::vector<Ray> rays = makeRays(1500, 96, 21);
+      uint32_t queried = 0;
+      for (int frame = 0; frame < 60; ++frame) {
+        // A few proxies move every frame (so their moves pile up), others
+        // at random, with some churn and motion changes.
+        for (size_t i = 0; i < 8 && i < live.size(); ++i) {
+          const Aabb box = randomBox();
+          off.move(live[i].first, box);
+          on.move(live[i].second, box);
+        }
+        for (int k = 0; k < 30; ++k) {
+          const uint32_t op = rng() % 10;
+          const size_t i = rng() % live.size();
+          if (op == 0) {
+            off.remove(live[i].first);
+            on.remove(live[i].second);
+            live.erase(live.begin() + ptrdiff_t(i));
+          } else if (op == 1) {
+            const ProxyDesc d{randomBox(), MotionType(rng() % 3), {}, rng()};
+            live.push_back({off.add(d), on.add(d)});
+            ASSERT_EQ(live.back().first.index, live.back().second.index);
+          } else if (op == 2) {
+            const MotionType m = MotionType(rng() % 3);
+            off.setMotionType(live[i].first, m);
+            on.setMotionType(live[i].second, m);
+          } else {
+            const Aabb box = randomBox();
+            off.move(live[i].first, box);
+            on.move(live[i].second, box);
+          }
+        }
+        off.update();
+        on.update();
+        if (rng() % 4 != 0) continue;  // nobody queries this frame
+        ++queried;
+        for (const Ray& r : rays) {
+          const RayHit p = off.castRay(r);
+          const RayHit q = on.castRay(r);
+          ASSERT_EQ(p.proxy, q.proxy) << "frame " << frame;
+          ASSERT_EQ(p.t, q.t) << "frame " << frame;
+        }
+        for (int k = 0; k < 20; ++k) {
+          const Vec3 c(coord(rng), coord(rng), coord(rng));
+          const Aabb box{c - Vec3::Constant(3), c + Vec3::Constant(3)};
+          std::vector<uint32_t> a, b;
+          off.queryBox(box, [&](uint32_t p) { return a.push_back(p), true; });
+          on.queryBox(box, [&](uint32_t p) { return b.push_back(p), true; });
+          std::sort(a.begin(), a.end());
+          std::sort(b.begin(), b.end());
+          ASSERT_EQ(a, b) << "frame " << frame;
+          std::vector<Neighbour> n1, n2;
+          off.nearest(c, 5, n1);
+          on.nearest(c, 5, n2);
+          ASSERT_EQ(n1, n2) << "frame " << frame;
+        }
+      }
+      EXPECT_GT(queried, 5u);
+      EXPECT_EQ(on.validate(), "");
+    }
+}
+
 TEST(ConcurrentQueries, OffByDefault) { EXPECT_FALSE(BroadPhaseConfig{}.concurrentQueries); }
 
 // The frame's user data, the index, and what shows at once.

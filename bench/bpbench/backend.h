@@ -62,6 +62,10 @@ class Backend {
   virtual void exportPairs(Scheduler& scheduler, std::vector<Pair>& out) {
     (void)scheduler, (void)out;
   }
+  // Untimed, just after exportPairs(): the time, in ms, of the first query
+  // a query thread makes on this frame, where that query pays for reading
+  // it (`auto-cq`: the query structure's catch-up); negative where none.
+  virtual double firstQueryMs() { return -1.0; }
   // Churn: removes these ids, then adds them back with their boxes. The ids
   // keep their meaning (an adapter remaps if its handles differ).
   virtual void remove(std::span<const uint32_t> ids) = 0;

@@ -41,6 +41,7 @@ struct PairsResult {
   double baseMib = 0, peakMib = 0, structMib = 0;
   std::vector<double> memoryParts;  // bytes, kMemoryParts' order (empty: not split)
   std::vector<double> frameMs;      // frames 1..F
+  double firstQueryMs = -1;         // median of Backend::firstQueryMs() on frames 2..F (< 0: none)
   // Minor page faults in the timed part of frames 2..F: the most in one
   // frame, and the mean.
   uint64_t faultsMax = 0;

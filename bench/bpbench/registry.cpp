@@ -41,8 +41,8 @@ std::array<BackendInfo, 10> makeTable() {
       {"facade-sweep", "bp::BroadPhase with Structure::sweep",
        kPairs | kRays | kChurn | kThreaded | kNearest, &makeFacadeSweep, "", 0},
       {"auto-cq",
-       "bp::BroadPhase in automatic mode with concurrentQueries (a query Bvh published each "
-       "frame)",
+       "bp::BroadPhase in automatic mode with concurrentQueries (a second sweep for queries, "
+       "brought up to date by the first query after a frame)",
        kPairs | kRays | kChurn | kThreaded, &makeAutoConcurrentQueries, "", 0},
   }};
 }

@@ -21,9 +21,11 @@
 /// With BroadPhaseConfig::concurrentQueries, queries may also run on other
 /// threads while one thread (the writer) runs update() and the mutators.
 /// They read a query structure of their own, which update() leaves alone
-/// until a short publish at its end: queries answer against the last
-/// completed frame throughout, and wait only while a publish, a remove(), a
-/// setFilter() or a shiftOrigin() writes what they read. QueryFrame tells a
+/// until a short publish at its end (the frame's changes recorded, not yet
+/// applied); the first query after it brings the structure up to the frame
+/// on its own thread. Queries answer against the last completed frame
+/// throughout, and wait only while a publish, a remove(), a setFilter(), a
+/// shiftOrigin() or another query's catch-up writes what they read. QueryFrame tells a
 /// query thread which frame it saw and gives that frame's user data. The
 /// other const members (userData(), handleOf(), desc(), contains(),
 /// proxyCount(), lastPairs()) read the writer's state: call them on the
@@ -129,11 +131,14 @@ struct BroadPhaseConfig {
   tbb::task_arena* arena = nullptr;  ///< share an engine's arena (then `threads` is ignored)
   /// Const queries may run on other threads while update() and the
   /// mutators run: they read a query structure of their own (a second
-  /// structure of the configured kind), which update() brings to the new
-  /// frame in a short publish at its end, under an exclusive lock (see the
-  /// file comment, QueryFrame, and docs/threading.md, "Queries during
-  /// update"). Costs that publish each frame and a second structure; false,
-  /// the default: queries read the pair structure and take no lock.
+  /// structure of the configured kind): update() records the frame's
+  /// changes for it in a short publish at its end, under an exclusive lock,
+  /// and the first query after that applies them on the querying thread
+  /// (see the file comment, QueryFrame, and docs/threading.md, "Queries
+  /// during update"). Costs the writer that publish each frame (a copy of
+  /// the moved boxes), the first query of a frame the catch-up, and memory
+  /// a second structure; false, the default: queries read the pair
+  /// structure and take no lock.
   bool concurrentQueries = false;
   /// Fat-box margin of the tree (Structure::bvh), world units. 0, the
   /// default, keeps exact boxes in the leaves: measured fastest on every
@@ -321,8 +326,10 @@ class BroadPhase {
   /// A query thread's hold on the published frame (concurrentQueries). While
   /// it lives, every query this thread makes on the BroadPhase answers
   /// against one frame, index(), and userData() gives that frame's user
-  /// data. The publish at the end of update(), remove(), setFilter() and
-  /// shiftOrigin() wait until it is destroyed: hold it briefly. A query made
+  /// data. Taking it brings the query structure up to the last publish
+  /// first, on this thread, if no query has yet. The publish at the end of
+  /// update(), remove(), setFilter() and shiftOrigin() wait until it is
+  /// destroyed: hold it briefly. A query made
   /// without one takes the same hold for its own duration. Made on the stack
   /// of the querying thread (not movable); frames nest. The thread that
   /// calls update() or a mutator must not hold one (it would wait for

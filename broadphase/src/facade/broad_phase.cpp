@@ -234,7 +234,10 @@ MemoryUse BroadPhase::Impl::memoryUse() const {
   m.events = bytes(begun_) + bytes(ended_) + bytes(eventChunks_);
   for (const EventChunk& e : eventChunks_) m.events += bytes(e.begun) + bytes(e.ended);
   if (dworld_) m.doubles = sizeof(DoubleWorld) + dworld_->memoryBytes();
-  if (view_) m.queryView = view_->memoryBytes();
+  if (view_) {  // a query may be catching up in it: read it as a query does
+    const QueryRead hold(*this);
+    m.queryView = view_->memoryBytes();
+  }
   return m;
 }
 

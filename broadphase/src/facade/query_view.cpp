@@ -28,11 +28,12 @@ void BroadPhase::Impl::QueryView::forget(uint32_t proxy) {
   const ProxyId h = inner[proxy];
   {
     const auto lock = lockExclusive();
+    dropRecordedMove(proxy);
     side->forget(h.index);
     live[proxy] = 0;
+    inner[proxy].index = kNullIndex;
   }
   removed.push_back(h);
-  inner[proxy].index = kNullIndex;
 }
 
 void BroadPhase::Impl::QueryView::setFilter(uint32_t proxy, const Filter& filter) {
@@ -73,47 +74,71 @@ void BroadPhase::Impl::QueryView::swapDoubles(bool present) {
   std::swap(doubles.count, stagedDoubles.count);
 }
 
+void BroadPhase::Impl::QueryView::dropRecordedMove(uint32_t proxy) {
+  if (!recorded(proxy)) return;
+  // The last entry takes the dropped one's place.
+  const uint32_t at = pendingAt[proxy];
+  const uint32_t last = moveProxies.back();
+  moveBoxes[at] = moveBoxes.back();
+  moveProxies[at] = last;
+  pendingAt[last] = at;
+  moveBoxes.pop_back();
+  moveProxies.pop_back();
+}
+
 void BroadPhase::Impl::QueryView::publish(const BroadPhase::Impl& bp) {
-  // Outside the lock, from the writer's own state: the frame's moves (left
-  // by applyPending() in appliedMoves_, by proxy index) in this structure's
-  // handles, with their boxes. A moved proxy was in the view before the
-  // frame and is neither added nor removed in it: a proxy whose add is
-  // pending takes its box with the add, and a removed one is not kept among
-  // the moves.
-  const std::vector<uint32_t>& moved = bp.appliedMoves_;
-  moveIds.resize(moved.size());
-  moveBoxes.resize(moved.size());
-  for (size_t k = 0; k < moved.size(); ++k) {
-    moveIds[k] = inner[moved[k]];
-    moveBoxes[k] = bp.boxes_[moved[k]];
-  }
   const size_t n = bp.rules_.size();
-  if (inner.size() < n) inner.resize(n, ProxyId{});
   const bool doublesNow = stageDoubles(bp);
-  {
-    const auto lock = lockExclusive();
-    swapDoubles(doublesNow);
-    if (rules.size() < n) {
-      rules.resize(n);
-      userData.resize(n);
-      live.resize(n, 0);
-    }
-    // Removes first, so that a slot freed here can take an add.
-    for (const ProxyId h : removed) side->remove(h);
-    for (const uint32_t p : added) {
-      if (has(p)) side->remove(inner[p]);  // a rehome: out of its old part
-      const Rules& r = bp.rules_[p];
-      inner[p] = side->add(bp.boxes_[p], r.motion == MotionType::staticBody, 0, p);
-      rules[p] = r;
-      userData[p] = bp.userData_[p];
-      live[p] = 1;
-    }
-    for (const uint32_t p : userDataSet)
-      if (live[p]) userData[p] = bp.userData_[p];
-    if (!moveIds.empty()) side->moveBatch(moveIds, moveBoxes, *bp.scheduler_);
-    side->update(*bp.scheduler_);
-    ++frame;
+  const auto lock = lockExclusive();
+  swapDoubles(doublesNow);
+  if (inner.size() < n) {
+    inner.resize(n, ProxyId{});
+    pendingAt.resize(n);
+    rules.resize(n);
+    userData.resize(n);
+    live.resize(n, 0);
   }
+  // Removes first, so that a slot freed here can take an add. A removed
+  // proxy's recorded move went with its forget().
+  for (const ProxyId h : removed) side->remove(h);
+  for (const uint32_t p : added) {
+    if (has(p)) {  // a rehome: out of its old part, with the move recorded there
+      dropRecordedMove(p);
+      side->remove(inner[p]);
+    }
+    const Rules& r = bp.rules_[p];
+    inner[p] = side->add(bp.boxes_[p], r.motion == MotionType::staticBody, 0, p);
+    rules[p] = r;
+    userData[p] = bp.userData_[p];
+    live[p] = 1;
+  }
+  for (const uint32_t p : userDataSet)
+    if (live[p]) userData[p] = bp.userData_[p];
+  // The frame's moves (left by applyPending() in appliedMoves_, by proxy
+  // index): a moved proxy was in the view before the frame and is neither
+  // added nor removed in it (a proxy whose add is pending takes its box with
+  // the add, and a removed one is not kept among the moves).
+  const std::vector<uint32_t>& moved = bp.appliedMoves_;
+  if (moveProxies.empty()) {  // caught up since the last publish: every entry is new
+    moveProxies.assign(moved.begin(), moved.end());
+    moveBoxes.resize(moved.size());
+    for (uint32_t k = 0; k < moved.size(); ++k) {
+      pendingAt[moved[k]] = k;
+      moveBoxes[k] = bp.boxes_[moved[k]];
+    }
+  } else {  // a proxy recorded already keeps its entry and takes the new box
+    for (const uint32_t p : moved) {
+      if (recorded(p)) {
+        moveBoxes[pendingAt[p]] = bp.boxes_[p];
+        continue;
+      }
+      pendingAt[p] = static_cast<uint32_t>(moveProxies.size());
+      moveProxies.push_back(p);
+      moveBoxes.push_back(bp.boxes_[p]);
+    }
+  }
+  stale |= !removed.empty() || !added.empty() || !moved.empty();
+  ++frame;
   // `stagedDoubles` now holds the frame published before this one.
   doublesTouchedBefore.swap(doublesTouched);
   doublesTouched.clear();
@@ -121,6 +146,31 @@ void BroadPhase::Impl::QueryView::publish(const BroadPhase::Impl& bp) {
   removed.clear();
   added.clear();
   userDataSet.clear();
+}
+
+void BroadPhase::Impl::QueryView::catchUp() {
+  if (!stale) return;
+  if (!moveProxies.empty()) {
+    moveIds.resize(moveProxies.size());
+    for (size_t k = 0; k < moveProxies.size(); ++k) moveIds[k] = inner[moveProxies[k]];
+    side->moveBatch(moveIds, moveBoxes, callerOnly);
+  }
+  side->update(callerOnly);
+  moveBoxes.clear();
+  moveProxies.clear();
+  stale = false;
+}
+
+void BroadPhase::Impl::QueryView::lockSharedCurrent() {
+  lockShared();
+  while (stale) {
+    unlockShared();
+    {
+      const auto lock = lockExclusive();
+      catchUp();
+    }
+    lockShared();
+  }
 }
 
 // What the writer's structure holds, proxy by proxy, with the box it holds
@@ -151,9 +201,14 @@ void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
     userData.swap(freshUserData);
     live.swap(freshLive);
     swapDoubles(doublesNow);
+    // The recorded moves were the old structure's.
+    moveBoxes.clear();
+    moveProxies.clear();
+    stale = false;
+    inner.swap(freshInner);
+    pendingAt.resize(n);
     ++frame;
   }
-  inner.swap(freshInner);
   doublesTouched.clear();
   doublesTouchedBefore.clear();
   stagedDoublesLag = false;  // `stagedDoubles` holds an older view: copied whole next time
@@ -162,7 +217,11 @@ void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
   userDataSet.clear();
 }  // the old view is freed here, outside the lock
 
-std::string BroadPhase::Impl::QueryView::validate(const BroadPhase::Impl& bp) const {
+std::string BroadPhase::Impl::QueryView::validate(const BroadPhase::Impl& bp) {
+  {
+    const auto lock = lockExclusive();
+    catchUp();
+  }
   if (std::string e = side->validate(); !e.empty()) return "query structure: " + e;
   uint32_t inView = 0;
   for (uint32_t p = 0; p < inner.size(); ++p) {
@@ -195,7 +254,7 @@ size_t BroadPhase::Impl::QueryView::memoryBytes() const {
          (inner.capacity() + removed.capacity() + moveIds.capacity()) * sizeof(ProxyId) +
          moveBoxes.capacity() * sizeof(Aabb) +
          (added.capacity() + userDataSet.capacity() + doublesTouched.capacity() +
-          doublesTouchedBefore.capacity()) *
+          doublesTouchedBefore.capacity() + moveProxies.capacity() + pendingAt.capacity()) *
              sizeof(uint32_t);
 }
 
@@ -211,9 +270,9 @@ namespace {
 // Takes the view's lock shared unless there is no view or this thread holds
 // it already; returns the view it locked, or null.
 template <class View>
-const View* lockFor(const View* view, bool held) {
+const View* lockFor(View* view, bool held) {
   if (view == nullptr || held) return nullptr;
-  view->lockShared();
+  view->lockSharedCurrent();
   return view;
 }
 }  // namespace
@@ -230,14 +289,14 @@ BroadPhase::Impl::QueryRead::QueryRead(const BroadPhase::Impl& bp)
 
 BroadPhase::QueryFrame::QueryFrame(const BroadPhase& broadphase)
     : owner_(broadphase), below_(tFrames) {
-  const Impl::QueryView* view = broadphase.impl_->view_.get();
+  Impl::QueryView* view = broadphase.impl_->view_.get();
   if (view == nullptr) {
     reportError(ErrorCode::invalidArgument,
                 "QueryFrame: the BroadPhase was built without concurrentQueries");
     return;  // not on the stack: holds nothing
   }
   if (!Impl::QueryRead::heldHere(*broadphase.impl_)) {
-    view->lockShared();
+    view->lockSharedCurrent();
     locked_ = true;
   }
   index_ = view->frame;

@@ -7,9 +7,16 @@
 // map and its own copy of what queries read: each proxy's filter, its user
 // data as of the published frame, and whether it is there. (A Bvh view
 // behind the sweep cast no faster through the facade, and its rebuilds held
-// the lock for up to 170 ms: docs/decisions.md.) update() never touches
-// it until its last step, publish(), which applies the frame's removes,
-// adds and moves under the exclusive lock; queries take the lock shared.
+// the lock for up to 170 ms: docs/decisions/concurrent_queries.md.)
+// update() never touches it until its last step, publish(), which under
+// the exclusive lock applies the frame's removes and adds and records its
+// moves; queries take the lock shared. The structure's own work (the
+// moves, its update()) is left to the first query that reads the view
+// after a publish: it takes the lock exclusive, catches up on its own
+// thread and reads on under the lock shared. Moves recorded by several
+// publishes without a query between them are kept once a proxy (its last
+// box), so a view nobody reads costs the writer O(moves) copies a frame and
+// at most one entry a proxy.
 // Between updates the writer takes the lock only to write what queries
 // read: remove() (the proxy vanishes at once), setFilter() (queries use the
 // new filter at once), shiftOrigin() (a fresh view swapped in).
@@ -21,15 +28,20 @@
 // Every proxy is in layer 0 here: queries ignore layers, and one tree (or
 // one set of cells) per part is what they walk fastest.
 //
-// Invariant between calls of the writer: a live proxy is in the view (a
+// Invariants between calls of the writer: a live proxy is in the view (a
 // valid inner[p]) exactly when it is in the main structure and no add of it
 // is pending, or its add is a rehome (static <-> moving: the view, as the
-// main structure, keeps it where it was until the next update).
+// main structure, keeps it where it was until the next update). A proxy has
+// at most one recorded move, and only while it is in the view; `stale` is
+// set while any add, remove or move has not reached `side` through its
+// update().
 #pragma once
 
 #include "facade/broad_phase_impl.h"
 #include "facade/broad_phase_side.h"
 #include "facade/double_world.h"
+
+#include <broadphase/jobs/scheduler.h>
 
 #include <memory>
 #include <mutex>
@@ -55,14 +67,29 @@ struct BroadPhase::Impl::QueryView {
   DoubleWorld doubles;             // origin and applied DAabbs of the published frame
   bool doubleWorld = false;        // whether `doubles` is in use (the writer has a DoubleWorld)
 
+  // --- Written by the writer under `mutex` exclusive, read by it without
+  // (and by a catch-up, under the lock).
+  std::vector<ProxyId> inner;  // proxy index -> handle in `side` (index kNullIndex: none)
+
   // --- The writer's alone: queries never read these.
-  std::vector<ProxyId> inner;         // proxy index -> handle in `side` (index kNullIndex: none)
   std::vector<ProxyId> removed;       // handles to take out at the next publish (forgotten)
   std::vector<uint32_t> added;        // proxies applyPending() put in the main structure
   std::vector<uint32_t> userDataSet;  // proxies given user data since the last publish
-  std::vector<ProxyId> moveIds;       // publish(): the frame's moves, in `side`'s handles
-  std::vector<Aabb> moveBoxes;        // publish(): their boxes
-  DoubleWorld stagedDoubles;          // publish(): the next `doubles`, copied outside the lock
+  // Under `mutex` exclusive (publish, forget, catchUp): the moves recorded
+  // since the last catch-up, one entry a proxy, with their boxes. A sparse
+  // set: p's entry is pendingAt[p] when recorded(p), and pendingAt is
+  // neither cleared nor initialised (a stale value fails the test).
+  std::vector<uint32_t> moveProxies;
+  std::vector<Aabb> moveBoxes;
+  std::vector<uint32_t> pendingAt;
+  std::vector<ProxyId> moveIds;  // catchUp(): the entries' handles in `side`
+  // Read under `mutex` shared: whether `side` has changes its update() has
+  // not applied yet (a query catches up before it reads).
+  bool stale = false;
+  // The catch-up's scheduler: the calling (query) thread alone, which never
+  // takes, nor waits for, the workers of the frame it runs beside.
+  Scheduler callerOnly{1};
+  DoubleWorld stagedDoubles;  // publish(): the next `doubles`, copied outside the lock
   // The double proxies whose applied DAabb or flag changed since the last
   // publish, and those published then: while stagedDoublesLag, stagedDoubles
   // is the frame before the published one, so a publish copies only the
@@ -91,22 +118,37 @@ struct BroadPhase::Impl::QueryView {
   bool stageDoubles(const BroadPhase::Impl& bp);
   void swapDoubles(bool present);
 
+  bool recorded(uint32_t proxy) const {
+    const uint32_t at = pendingAt[proxy];
+    return at < moveProxies.size() && moveProxies[at] == proxy;
+  }
   bool has(uint32_t proxy) const {
     return proxy < inner.size() && inner[proxy].index != kNullIndex;
   }
   // remove(): the proxy stops being reported now; its slot leaves `side` at
   // the next publish.
   void forget(uint32_t proxy);
+  // Under the lock exclusive: the proxy's recorded move, if any, is dropped.
+  void dropRecordedMove(uint32_t proxy);
   // setFilter(): queries test the new filter now (a proxy not in the view
   // gets its filter when its add is published).
   void setFilter(uint32_t proxy, const Filter& filter);
-  // The end of update(): the frame's removes, adds (rehomes included), user
-  // data and moves, then the structure's own update, under the lock.
+  // The end of update(): the frame's removes, adds (rehomes included) and
+  // user data applied and its moves recorded, under the lock.
   void publish(const BroadPhase::Impl& bp);
+  // Under the lock exclusive: the recorded moves and the structure's
+  // update(), on the calling thread; `stale` is false after it.
+  void catchUp();
+  // Takes the lock shared with `side` up to date: while it is stale, drops
+  // it, catches up under the lock exclusive, and takes it shared again (a
+  // publish in between makes it stale again; the loop ends once a reader
+  // finds it current).
+  void lockSharedCurrent();
   // shiftOrigin(): a fresh view of every live proxy, built outside the lock
   // and swapped in under it.
   void rebuild(const BroadPhase::Impl& bp);
-  std::string validate(const BroadPhase::Impl& bp) const;
+  // Catches up first (the writer's thread, the lock exclusive).
+  std::string validate(const BroadPhase::Impl& bp);
   size_t memoryBytes() const;
 };
 
