@@ -74,7 +74,15 @@ void BroadPhase::Impl::QueryView::swapDoubles(bool present) {
   std::swap(doubles.count, stagedDoubles.count);
 }
 
+void BroadPhase::Impl::QueryView::indexRecordedMoves() {
+  if (pendingIndexed) return;
+  for (uint32_t k = 0; k < moveProxies.size(); ++k) pendingAt[moveProxies[k]] = k;
+  pendingIndexed = true;
+}
+
 void BroadPhase::Impl::QueryView::dropRecordedMove(uint32_t proxy) {
+  if (moveProxies.empty()) return;
+  indexRecordedMoves();
   if (!recorded(proxy)) return;
   // The last entry takes the dropped one's place.
   const uint32_t at = pendingAt[proxy];
@@ -119,14 +127,15 @@ void BroadPhase::Impl::QueryView::publish(const BroadPhase::Impl& bp) {
   // added nor removed in it (a proxy whose add is pending takes its box with
   // the add, and a removed one is not kept among the moves).
   const std::vector<uint32_t>& moved = bp.appliedMoves_;
-  if (moveProxies.empty()) {  // caught up since the last publish: every entry is new
+  if (moveProxies.empty()) {
+    // Caught up since the last publish: every entry is new, and none is
+    // looked up unless a later publish or remove() needs to (indexed then).
     moveProxies.assign(moved.begin(), moved.end());
     moveBoxes.resize(moved.size());
-    for (uint32_t k = 0; k < moved.size(); ++k) {
-      pendingAt[moved[k]] = k;
-      moveBoxes[k] = bp.boxes_[moved[k]];
-    }
+    for (uint32_t k = 0; k < moved.size(); ++k) moveBoxes[k] = bp.boxes_[moved[k]];
+    pendingIndexed = moved.empty();
   } else {  // a proxy recorded already keeps its entry and takes the new box
+    indexRecordedMoves();
     for (const uint32_t p : moved) {
       if (recorded(p)) {
         moveBoxes[pendingAt[p]] = bp.boxes_[p];
@@ -158,6 +167,7 @@ void BroadPhase::Impl::QueryView::catchUp() {
   side->update(callerOnly);
   moveBoxes.clear();
   moveProxies.clear();
+  pendingIndexed = true;
   stale = false;
 }
 
@@ -204,6 +214,7 @@ void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
     // The recorded moves were the old structure's.
     moveBoxes.clear();
     moveProxies.clear();
+    pendingIndexed = true;
     stale = false;
     inner.swap(freshInner);
     pendingAt.resize(n);

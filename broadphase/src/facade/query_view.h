@@ -77,11 +77,14 @@ struct BroadPhase::Impl::QueryView {
   std::vector<uint32_t> userDataSet;  // proxies given user data since the last publish
   // Under `mutex` exclusive (publish, forget, catchUp): the moves recorded
   // since the last catch-up, one entry a proxy, with their boxes. A sparse
-  // set: p's entry is pendingAt[p] when recorded(p), and pendingAt is
-  // neither cleared nor initialised (a stale value fails the test).
+  // set: while pendingIndexed, p's entry is pendingAt[p] when recorded(p),
+  // and pendingAt is neither cleared nor initialised (a stale value fails
+  // the test). A publish onto an empty list leaves it unindexed: the frame
+  // a query follows never looks an entry up.
   std::vector<uint32_t> moveProxies;
   std::vector<Aabb> moveBoxes;
   std::vector<uint32_t> pendingAt;
+  bool pendingIndexed = true;
   std::vector<ProxyId> moveIds;  // catchUp(): the entries' handles in `side`
   // Read under `mutex` shared: whether `side` has changes its update() has
   // not applied yet (a query catches up before it reads).
@@ -130,6 +133,8 @@ struct BroadPhase::Impl::QueryView {
   void forget(uint32_t proxy);
   // Under the lock exclusive: the proxy's recorded move, if any, is dropped.
   void dropRecordedMove(uint32_t proxy);
+  // Under the lock exclusive: pendingAt made valid for every entry.
+  void indexRecordedMoves();
   // setFilter(): queries test the new filter now (a proxy not in the view
   // gets its filter when its add is published).
   void setFilter(uint32_t proxy, const Filter& filter);
