@@ -23,8 +23,8 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
      {"scene", "n", "frames", "threads", "backend", "seed", "!check", "format", "plot", "!quiet",
       "!no-fork", "!wake-workers", "!serial-step", "offset"}},
     {"rays",
-     {"scene", "n", "rays", "query", "threads", "backend", "seed", "repeat", "!check", "format",
-      "plot", "!quiet", "!no-fork"}},
+     {"scene", "n", "rays", "query", "workload", "threads", "backend", "seed", "repeat", "!check",
+      "format", "plot", "!quiet", "!no-fork"}},
     {"nearest",
      {"scene", "n", "k", "queries", "backend", "seed", "repeat", "!check", "format", "!quiet",
       "!no-fork"}},
@@ -199,9 +199,10 @@ commands:
            [--offset D]                    auto also through the double API, the scene
                                            translated by D (docs/large_worlds.md)
   rays     [--scene S] --n N[,N...] --rays R [--query closest|any|all] [--threads T]
-           [--backend B,...] [--repeat C] [--check]
+           [--workload random|lidar|probes|sight] [--backend B,...] [--repeat C] [--check]
                                            Mrays/s against a scene's frame 0 (uniform): the
-                                           median of C casts of the batch (each the same hits)
+                                           median of C casts of the batch (each the same hits);
+                                           the workload's rays (docs/scenes.md, default random)
   nearest  [--scene S] --n N[,N...] [--k K[,K...]] [--queries Q] [--backend B,...]
            [--repeat C] [--check]          us a k-nearest query, one thread, Q points in the
                                            scene's domain (default N/10); the median of C passes
@@ -384,6 +385,13 @@ Options parseArgs(int argc, char** argv) {
       o.query = RayQuery::all;
     else
       throw UsageError("--query: unknown query '" + q + "'; valid: closest, any, all");
+  }
+  if (has("workload")) {
+    const auto w = bp::parseRayWorkload(values["workload"]);
+    if (!w)
+      throw UsageError("--workload: unknown workload '" + values["workload"] +
+                       "'; valid: random, lidar, probes, sight");
+    o.workload = *w;
   }
   if (has("offset")) o.offset = parseReal("offset", values["offset"], -1e300, 1e300, false);
   if (has("seconds")) o.seconds = parseReal("seconds", values["seconds"], 0, 86400, true);

@@ -4,6 +4,8 @@
 
 #include "backend.h"
 
+#include <broadphase/testkit/ray_workloads.h>
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +29,7 @@ struct Options {
   bool check = false;
   uint32_t rays = 1000000;
   RayQuery query = RayQuery::closest;
+  bp::RayWorkload workload = bp::RayWorkload::random;  // rays: which rays (docs/scenes.md)
   double seconds = 30;
   double churnPercent = 1;       // stress, rollback
   uint64_t maxPairs = 10000000;  // bound: BroadPhaseConfig::maxPairs

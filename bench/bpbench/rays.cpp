@@ -1,6 +1,7 @@
-// `bpbench rays`: the rays of SCENES.md against a standard scene's frame 0
-// (`uniform` by default; other scenes get the same rays over their own
-// motion domain, testkit's makeRaysIn).
+// `bpbench rays`: a ray workload of docs/scenes.md (testkit's
+// makeWorkloadRays: random by default, the rays of SCENES.md, or a lidar's
+// scans, probes or lines of sight) against a standard scene's frame 0
+// (`uniform` by default).
 // Timed: each of --repeat castRays calls over all rays (the structure is
 // built and updated, and what it makes for rays on demand made, before the
 // clock starts: build ms counts them); the median is reported, and every
@@ -31,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 struct RaysResult {
   int threads = 1;
+  uint64_t rays = 0;  // cast (a workload may give fewer than --rays)
   double buildMs = 0, seconds = 0, firstSeconds = 0, peakMib = 0;  // seconds: the median cast
   uint64_t hits = 0;
   // Kept by the parent across later forks: not inherited (see child.h).
@@ -59,7 +61,8 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
   Scheduler scheduler(threads);
   r.threads = (info.caps & kThreadedRays) ? scheduler.threadCount() : 1;
   const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
-  const std::vector<Ray> rays = bp::makeRaysIn(scene.bounds, o.rays);
+  const std::vector<Ray> rays = bp::makeWorkloadRays(o.workload, scene, o.rays);
+  r.rays = rays.size();
   std::unique_ptr<Backend> backend = info.make();
   Progress progress(std::string("rays ") + info.name + " n=" + std::to_string(n), o.quiet);
   auto t0 = Clock::now();
@@ -90,7 +93,7 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
     std::sort(casts.begin(), casts.end());
     r.seconds = casts[casts.size() / 2];
   };
-  const std::string what = "casting " + std::to_string(o.rays) + " rays";
+  const std::string what = "casting " + std::to_string(rays.size()) + " rays";
   std::vector<RayHit> all;
   std::vector<uint32_t> offsets;
   if (o.query == RayQuery::all) {
@@ -121,6 +124,7 @@ void measure(const BackendInfo& info, const Options& o, uint32_t n, int threads,
   progress.finish();
   r.peakMib = peakRssMib();
   out.put(r.threads);
+  out.put(r.rays);
   out.put(r.buildMs);
   out.put(r.seconds);
   out.put(r.firstSeconds);
@@ -135,6 +139,7 @@ RaysResult run(const BackendInfo& info, const Options& o, uint32_t n, int thread
   Bytes b = runIsolated([&](Bytes& out) { measure(info, o, n, threads, out); }, !o.noFork);
   RaysResult r;
   r.threads = b.get<int>();
+  r.rays = b.get<uint64_t>();
   r.buildMs = b.get<double>();
   r.seconds = b.get<double>();
   r.firstSeconds = b.get<double>();
@@ -196,14 +201,15 @@ int commandRays(const Options& o) {
           continue;
         }
         if (!(b->caps & kThreadedRays)) anySerial = true;
-        const double mrays = double(o.rays) / r.seconds / 1e6;
+        const double mrays = double(r.rays) / r.seconds / 1e6;
         const double firstMrays =
-            results.empty() ? mrays : double(o.rays) / results[0].seconds / 1e6;
+            results.empty() ? mrays : double(results[0].rays) / results[0].seconds / 1e6;
         Row row;
         row.add("backend", b->name)
             .add("scene", bp::sceneName(o.scene))
             .add("n", uint64_t(n))
-            .add("rays", uint64_t(o.rays))
+            .add("workload", bp::rayWorkloadName(o.workload))
+            .add("rays", r.rays)
             .add("threads", uint64_t(r.threads))
             .add("query", queryName(o.query))
             .add("build_ms", r.buildMs, 2)
@@ -211,7 +217,7 @@ int commandRays(const Options& o) {
             .add("mrays_per_s", mrays, 4)
             .add("mrays_per_s_per_thread", mrays / r.threads, 4)
             .add("casts", uint64_t(o.repeat))
-            .add("first_mrays_per_s", double(o.rays) / r.firstSeconds / 1e6, 4)
+            .add("first_mrays_per_s", double(r.rays) / r.firstSeconds / 1e6, 4)
             .add("hits", r.hits)
             .add("peak_mib", r.peakMib, 1)
             .add("ratio", mrays / firstMrays, 3)
@@ -228,7 +234,7 @@ int commandRays(const Options& o) {
       if (!o.check || results.empty()) continue;
       // Every backend against the first, every ray.
       for (size_t k = 1; k < results.size(); ++k) {
-        const int64_t i = firstDifference(results[0], results[k], o.query, o.rays);
+        const int64_t i = firstDifference(results[0], results[k], o.query, results[0].rays);
         if (i >= 0)
           failures.push_back(std::string(who[k]->name) + " differs from " + who[0]->name +
                              " at n=" + std::to_string(n) + ", ray " + std::to_string(i) + ": " +
@@ -239,10 +245,12 @@ int commandRays(const Options& o) {
       // thread, after the children are done.
       const bool firstIsBrute = std::string(who[0]->name) == "brute";
       const size_t count =
-          firstIsBrute ? 0 : std::min<size_t>(o.rays, std::max<size_t>(1000, size_t(2e8 / n)));
+          firstIsBrute ? 0
+                       : std::min<size_t>(results[0].rays, std::max<size_t>(1000, size_t(2e8 / n)));
       if (count) {
         const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
-        const std::vector<Ray> rays = bp::makeRaysIn(scene.bounds, static_cast<uint32_t>(count));
+        std::vector<Ray> rays = bp::makeWorkloadRays(o.workload, scene, o.rays);
+        rays.resize(count);
         RaysResult oracle;
         for (const Ray& ray : rays) {
           if (o.query == RayQuery::all) {
@@ -273,6 +281,7 @@ int commandRays(const Options& o) {
             {{"backend", "backend"},
              {"scene", "scene"},
              {"n", "N"},
+             {"workload", "workload"},
              {"rays", "rays"},
              {"query", "query"},
              {"_threads", "threads"},
@@ -287,8 +296,8 @@ int commandRays(const Options& o) {
     PlotSpec p;
     p.title = std::string("bpbench rays: ") + queryName(o.query) + " hit, scene " +
               bp::sceneName(o.scene);
-    p.subtitle =
-        std::to_string(o.rays) + " rays of a quarter of the scene's side; peers on one thread";
+    p.subtitle = std::to_string(o.rays) + " rays, workload " + bp::rayWorkloadName(o.workload) +
+                 " (docs/scenes.md); peers on one thread";
     p.xLabel = "N (boxes)";
     p.yLabel = "Mrays/s";
     p.logX = true;
