@@ -9,16 +9,18 @@ namespace {
 
 constexpr unsigned kRays = kRaysClosest | kRaysAny | kRaysAll;
 
-std::array<BackendInfo, 10> makeTable() {
+std::array<BackendInfo, 13> makeTable() {
 #ifdef BPBENCH_HAVE_BULLET
   constexpr Factory dbvt = &makeBulletDbvt, sap = &makeBulletSap;
 #else
   constexpr Factory dbvt = nullptr, sap = nullptr;
 #endif
 #ifdef BPBENCH_HAVE_EMBREE
-  constexpr Factory embree = &makeEmbree;
+  constexpr Factory embree = &makeEmbree, embreeP8 = &makeEmbreePacket8,
+                    embreeP16 = &makeEmbreePacket16, embreeStream = &makeEmbreeStream;
 #else
-  constexpr Factory embree = nullptr;
+  constexpr Factory embree = nullptr, embreeP8 = nullptr, embreeP16 = nullptr,
+                    embreeStream = nullptr;
 #endif
   return {{
       {"brute", "the oracle (brute_force.h): all pairs O(N^2) on one thread; rays over threads",
@@ -30,6 +32,13 @@ std::array<BackendInfo, 10> makeTable() {
        sap, "Bullet (pkg-config bullet) not found at configure time", 0},
       {"embree", "Embree 3 user-geometry boxes, rtcIntersect1/rtcOccluded1 loop, one thread",
        kRaysClosest | kRaysAny, embree, "Embree 3 (find_package(embree 3)) not found", 0},
+      {"embree-p8", "Embree 3 as `embree`, packets of 8 rays (rtcIntersect8/rtcOccluded8)",
+       kRaysClosest | kRaysAny, embreeP8, "Embree 3 (find_package(embree 3)) not found", 0},
+      {"embree-p16", "Embree 3 as `embree`, packets of 16 rays (rtcIntersect16/rtcOccluded16)",
+       kRaysClosest | kRaysAny, embreeP16, "Embree 3 (find_package(embree 3)) not found", 0},
+      {"embree-stream",
+       "Embree 3 as `embree`, the batch as one coherent stream (rtcIntersect1M/rtcOccluded1M)",
+       kRaysClosest | kRaysAny, embreeStream, "Embree 3 (find_package(embree 3)) not found", 0},
       {"bvh", "bp::Bvh (broadphase/src/bvh/bvh.h)", kPairs | kRays | kChurn | kThreaded | kNearest,
        &makeBvh, "", 0},
       {"sweep", "bp::SweepGrid (broadphase/src/sweep/sweep_grid.h)",
@@ -50,7 +59,7 @@ std::array<BackendInfo, 10> makeTable() {
 }  // namespace
 
 std::span<const BackendInfo> allBackends() {
-  static const std::array<BackendInfo, 10> table = makeTable();
+  static const auto table = makeTable();
   return table;
 }
 
