@@ -10,6 +10,7 @@
 #include "facade/broad_phase_side.h"
 #include "facade/float_limits.h"
 #include "facade/query_view.h"
+#include "raytree/ray_packet_walk.h"
 #include "raytree/ray_tree_nearest.h"
 #include "raytree/ray_tree_walk.h"
 
@@ -168,6 +169,43 @@ RayHit castOne(const Side& side, const RayTree* tree, const Ray& ray, RayQuery k
   return best;
 }
 
+// Whether the batch's rays come in runs from one origin (a lidar's scans, a
+// camera's pixels): most neighbours among its first 1024 rays share theirs.
+// A batch of rays from everywhere walks ray by ray: its packets would part
+// at the first nodes.
+bool sharesOrigins(std::span<const Ray> rays) {
+  const size_t n = std::min<size_t>(rays.size(), 1024);
+  size_t same = 0;
+  for (size_t k = 1; k < n; ++k) same += rays[k].origin == rays[k - 1].origin;
+  return n > 1 && 2 * same > n;
+}
+
+// Closest or any hit of `count` rays that share their origin, through the
+// tree as one packet (ray_packet_walk.h): each ray's answer is castOne's.
+template <class Rules>
+void castPacket(const RayTree& tree, const Ray* rays, int count, RayQuery kind,
+                const Filter& filter, const std::vector<Rules>* filters, RayHit* best) {
+  float reach[kRayPacket];
+  for (int r = 0; r < count; ++r) {
+    reach[r] = rays[r].maxT;
+    best[r] = RayHit{};
+  }
+  const bool any = kind == RayQuery::any;
+  RayPacketWalk(tree, rays, count).walk(reach, [&](int r, uint32_t p, float t) {
+    if (p == kNullIndex || (filters && !filter.accepts((*filters)[p].filter))) return true;
+    const RayHit h{p, t};
+    if (any) {
+      best[r] = h;
+      return false;
+    }
+    if (!best[r].hit() || hitBefore(h, best[r])) {
+      best[r] = h;
+      reach[r] = t;
+    }
+    return true;
+  });
+}
+
 // Every proxy the ray enters up to its reach, to `callback(proxy, t)` as the
 // structures' callback form (clip, keep or stop): through the tree when there
 // is one, else the structure.
@@ -296,9 +334,12 @@ void BroadPhase::Impl::castRays(std::span<const Ray> rays, std::span<RayHit> out
   const RayTree* tree = rayTree(read, rays.size());
   Scheduler* const scheduler = read.workers;
   const uint32_t count = uint32_t(rays.size());
-  // A tree past the caches is walked in the Morton order of the origins.
+  // A tree past the caches is walked in the Morton order of the origins,
+  // unless the rays come in runs from one origin (packets, below), which
+  // that order would only copy.
+  const bool packets = tree && sharesOrigins(rays);
   std::vector<uint32_t> order;
-  if (tree && count >= kMortonOrderRays &&
+  if (tree && !packets && count >= kMortonOrderRays &&
       tree->nodes().size() * sizeof(RayNode) >= kMortonOrderBytes)
     order = mortonOrder(scheduler, rays);
   auto cast = [&](uint32_t begin, uint32_t end) {
@@ -311,6 +352,38 @@ void BroadPhase::Impl::castRays(std::span<const Ray> rays, std::span<RayHit> out
       return castOne(read.side, tree, ray, kind, filter, filters);
     });
   };
+  // Rays that share their origin (a lidar's, a camera's) walk the tree as
+  // packets: the walk order's runs of kRayPacket at fixed positions, so
+  // that the grouping, like every answer, is the same for any split.
+  const auto castPackets = [&](uint32_t firstPacket, uint32_t endPacket) {
+    Ray group[kRayPacket];
+    RayHit hits[kRayPacket];
+    for (uint32_t j = firstPacket; j < endPacket; ++j) {
+      const uint32_t begin = j * kRayPacket;
+      const uint32_t end = std::min<uint32_t>(begin + kRayPacket, count);
+      const auto at = [&](uint32_t k) { return order.empty() ? k : order[k]; };
+      bool shared = true;
+      for (uint32_t k = begin; k < end; ++k) {
+        group[k - begin] = rays[at(k)];
+        shared &= group[k - begin].origin == group[0].origin;
+      }
+      if (!shared) {
+        for (uint32_t k = begin; k < end; ++k)
+          out[at(k)] = castOne(read.side, tree, rays[at(k)], kind, filter, filters);
+        continue;
+      }
+      castPacket(*tree, group, int(end - begin), kind, filter, filters, hits);
+      for (uint32_t k = begin; k < end; ++k) out[at(k)] = hits[k - begin];
+    }
+  };
+  if (packets) {
+    const uint32_t packets = (count + kRayPacket - 1) / kRayPacket;
+    if (scheduler)
+      scheduler->forEach(0, packets, 256 / kRayPacket, castPackets);
+    else
+      castPackets(0, packets);
+    return;
+  }
   if (scheduler)
     scheduler->forEach(0, count, 256, cast);
   else

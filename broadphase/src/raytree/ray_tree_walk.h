@@ -52,6 +52,8 @@ class RayTreeWalk {
   }
 
  private:
+  friend class RayPacketWalk;  // ray_packet_walk.h: the same node test, several rays a node
+
   // kNearestFirst: walk(), each node's nearest child next and the others'
   // entry distances kept, so that one popped once the reach has shrunk past
   // it is skipped. Otherwise walkUnordered(): the first child in slot order
