@@ -34,6 +34,22 @@ const char* name(Structure s) {
   return s == Structure::bvh ? "bvh" : s == Structure::sweep ? "sweep" : "automatic";
 }
 
+// The configuration of a case: its structure and thread count.
+BroadPhaseConfig configOf(Structure s, int threads) {
+  BroadPhaseConfig config;
+  config.structure = s;
+  config.threads = threads;
+  return config;
+}
+
+// A cube of half size in [0.2, maxHalf) centred in [0, world)^3.
+Aabb randomCube(std::mt19937& rng, float world, float maxHalf) {
+  std::uniform_real_distribution<float> coord(0.0f, world), size(0.2f, maxHalf);
+  const Vec3 c(coord(rng), coord(rng), coord(rng));
+  const Vec3 h = Vec3::Constant(size(rng));
+  return Aabb{c - h, c + h};
+}
+
 // Query filters: every proxy has one of these categories; most queries take
 // the default filter, some one that accepts half the categories.
 constexpr uint64_t kCategories = 4;
@@ -386,9 +402,7 @@ TEST(ConcurrentQueries, AQueryInsideUpdateAnswersAgainstTheLastFrame) {
   for (Structure s : kStructures)
     for (int threads : {1, 2}) {
       SCOPED_TRACE(std::string(name(s)) + ", " + std::to_string(threads) + " threads");
-      BroadPhaseConfig config;
-      config.structure = s;
-      config.threads = threads;
+      BroadPhaseConfig config = configOf(s, threads);
       config.concurrentQueries = true;
       Writer w(SceneKind::uniform, 800, config);
       const std::vector<Ray> rays = makeRays(800, 64, 5);
@@ -460,21 +474,14 @@ TEST(ConcurrentQueries, SameFramesAndAnswersWithTheOptionOnAndOff) {
   for (Structure s : kStructures)
     for (int threads : {1, 2}) {
       SCOPED_TRACE(std::string(name(s)) + ", " + std::to_string(threads) + " threads");
-      BroadPhaseConfig config;
-      config.structure = s;
-      config.threads = threads;
+      BroadPhaseConfig config = configOf(s, threads);
       config.layers.set(1, 1, false);
       config.layers.set(2, 3, false);
       BroadPhase off(config);
       config.concurrentQueries = true;
       BroadPhase on(config);
       std::mt19937 rng(3);
-      std::uniform_real_distribution<float> coord(0.0f, 40.0f), size(0.2f, 3.0f);
-      auto randomBox = [&] {
-        const Vec3 c(coord(rng), coord(rng), coord(rng));
-        const Vec3 h = Vec3::Constant(size(rng));
-        return Aabb{c - h, c + h};
-      };
+      const auto randomBox = [&] { return randomCube(rng, 40.0f, 3.0f); };
       std::vector<std::pair<ProxyId, ProxyId>> live;  // (off, on)
       std::vector<uint8_t> isDouble;                  // per entry of `live`
       const std::vector<Ray> rays = makeRays(2000, 64, 9);
@@ -690,19 +697,13 @@ TEST(ConcurrentQueries, FramesNobodyQueriedAnswerAsTheLastFrame) {
   for (Structure s : kStructures)
     for (int threads : {1, 2}) {
       SCOPED_TRACE(std::string(name(s)) + ", " + std::to_string(threads) + " threads");
-      BroadPhaseConfig config;
-      config.structure = s;
-      config.threads = threads;
+      BroadPhaseConfig config = configOf(s, threads);
       BroadPhase off(config);
       config.concurrentQueries = true;
       BroadPhase on(config);
       std::mt19937 rng(17);
-      std::uniform_real_distribution<float> coord(0.0f, 30.0f), size(0.2f, 2.5f);
-      auto randomBox = [&] {
-        const Vec3 c(coord(rng), coord(rng), coord(rng));
-        const Vec3 h = Vec3::Constant(size(rng));
-        return Aabb{c - h, c + h};
-      };
+      std::uniform_real_distribution<float> coord(0.0f, 30.0f);
+      const auto randomBox = [&] { return randomCube(rng, 30.0f, 2.5f); };
       std::vector<std::pair<ProxyId, ProxyId>> live;  // (off, on)
       for (int k = 0; k < 300; ++k) {
         const ProxyDesc d{randomBox(), MotionType(rng() % 3), {}, uint64_t(k)};

@@ -1,4 +1,5 @@
-// RayTree (raytree/) against brute force, its rays and its k nearest, and
+// RayTree (raytree/) against brute force, its rays (one at a time and in
+// packets from one origin) and its k nearest, and
 // BroadPhase's rays and nearest through it (BroadPhaseConfig::rayTree) over
 // random sequences of adds, removes, moves and origin shifts, with queries
 // made before and after each update().
@@ -6,6 +7,7 @@
 #include <broadphase/testkit/brute_force.h>
 #include <broadphase/testkit/scene.h>
 
+#include "raytree/ray_packet_walk.h"
 #include "raytree/ray_tree.h"
 #include "raytree/ray_tree_nearest.h"
 #include "raytree/ray_tree_walk.h"
@@ -148,6 +150,47 @@ TEST(RayTree, WalkMatchesBruteForceOnAwkwardBoxes) {
         ASSERT_EQ(any.hit(), !all.empty()) << count;
         if (any.hit()) {
           ASSERT_TRUE(std::find(all.begin(), all.end(), any) != all.end()) << count;
+        }
+      }
+    }
+  }
+}
+
+// Packets of rays from one origin (RayPacketWalk): each ray's closest hit
+// as its own, and an any-hit query's first leaf among its hits.
+TEST(RayTree, PacketsFromOneOriginMatchBruteForce) {
+  std::mt19937 rng(11);
+  for (uint32_t count : {1u, 5u, 40u, 3000u}) {
+    const std::vector<Aabb> boxes = awkwardBoxes(rng, count);
+    RayTree tree;
+    tree.build(nullptr, boxes, iota(count, 3), iota(count));
+    for (int trial = 0; trial < 200; ++trial) {
+      const int size = 1 + int(rng() % kRayPacket);
+      std::vector<Ray> rays = awkwardRays(rng, uint32_t(size));
+      for (Ray& r : rays) r = makeRay(rays[0].origin, r.direction, r.maxT);
+      RayHit best[kRayPacket], any[kRayPacket];
+      float reach[kRayPacket];
+      for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
+      RayPacketWalk(tree, rays.data(), size).walk(reach, [&](int r, uint32_t id, float t) {
+        const RayHit h{id, t};
+        if (!best[r].hit() || hitBefore(h, best[r])) {
+          best[r] = h;
+          reach[r] = t;
+        }
+        return true;
+      });
+      for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
+      RayPacketWalk(tree, rays.data(), size).walk(reach, [&](int r, uint32_t id, float t) {
+        EXPECT_FALSE(any[r].hit()) << "ray " << r << " went on after it finished";
+        any[r] = {id, t};
+        return false;
+      });
+      for (int r = 0; r < size; ++r) {
+        ASSERT_EQ(best[r], brute::castRayClosest(boxes, rays[r])) << count << " ray " << r;
+        const std::vector<RayHit> all = brute::castRayAll(boxes, rays[r]);
+        ASSERT_EQ(any[r].hit(), !all.empty()) << count << " ray " << r;
+        if (any[r].hit()) {
+          ASSERT_TRUE(std::find(all.begin(), all.end(), any[r]) != all.end());
         }
       }
     }
