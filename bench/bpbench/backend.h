@@ -156,6 +156,7 @@ std::unique_ptr<Backend> makeBrute();
 std::unique_ptr<Backend> makeBulletDbvt();
 std::unique_ptr<Backend> makeBulletSap();
 std::unique_ptr<Backend> makeEmbree();
+std::unique_ptr<Backend> makeJolt();
 std::unique_ptr<Backend> makeBvh();
 std::unique_ptr<Backend> makeSweep();
 std::unique_ptr<Backend> makeAuto();

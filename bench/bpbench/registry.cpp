@@ -9,7 +9,7 @@ namespace {
 
 constexpr unsigned kRays = kRaysClosest | kRaysAny | kRaysAll;
 
-std::array<BackendInfo, 10> makeTable() {
+std::array<BackendInfo, 11> makeTable() {
 #ifdef BPBENCH_HAVE_BULLET
   constexpr Factory dbvt = &makeBulletDbvt, sap = &makeBulletSap;
 #else
@@ -19,6 +19,11 @@ std::array<BackendInfo, 10> makeTable() {
   constexpr Factory embree = &makeEmbree;
 #else
   constexpr Factory embree = nullptr;
+#endif
+#ifdef BPBENCH_HAVE_JOLT
+  constexpr Factory jolt = &makeJolt;
+#else
+  constexpr Factory jolt = nullptr;
 #endif
   return {{
       {"brute", "the oracle (brute_force.h): all pairs O(N^2) on one thread; rays over threads",
@@ -30,6 +35,14 @@ std::array<BackendInfo, 10> makeTable() {
        sap, "Bullet (pkg-config bullet) not found at configure time", 0},
       {"embree", "Embree 3 user-geometry boxes, rtcIntersect1/rtcOccluded1 loop, one thread",
        kRaysClosest | kRaysAny, embree, "Embree 3 (find_package(embree 3)) not found", 0},
+      // At most 2^23 bodies: the index bits of Jolt's BodyID.
+      {"jolt",
+       "Jolt Physics BroadPhaseQuadTree driven as PhysicsSystem drives it (two layers; pairs "
+       "filtered to the exact boxes), one thread",
+       kPairs | kChurn, jolt,
+       "needs a Jolt Physics checkout: configure with -DBP_JOLT_ROOT=<dir> or run "
+       "scripts/peers.sh --jolt <dir>",
+       1u << 23},
       {"bvh", "bp::Bvh (broadphase/src/bvh/bvh.h)", kPairs | kRays | kChurn | kThreaded | kNearest,
        &makeBvh, "", 0},
       {"sweep", "bp::SweepGrid (broadphase/src/sweep/sweep_grid.h)",
@@ -50,7 +63,7 @@ std::array<BackendInfo, 10> makeTable() {
 }  // namespace
 
 std::span<const BackendInfo> allBackends() {
-  static const std::array<BackendInfo, 10> table = makeTable();
+  static const std::array<BackendInfo, 11> table = makeTable();
   return table;
 }
 
