@@ -159,6 +159,7 @@ std::unique_ptr<Backend> makeEmbree();
 std::unique_ptr<Backend> makeEmbreePacket8();
 std::unique_ptr<Backend> makeEmbreePacket16();
 std::unique_ptr<Backend> makeEmbreeStream();
+std::unique_ptr<Backend> makeJolt();
 std::unique_ptr<Backend> makeBvh();
 std::unique_ptr<Backend> makeSweep();
 std::unique_ptr<Backend> makeAuto();

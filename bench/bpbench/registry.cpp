@@ -9,7 +9,7 @@ namespace {
 
 constexpr unsigned kRays = kRaysClosest | kRaysAny | kRaysAll;
 
-std::array<BackendInfo, 13> makeTable() {
+std::array<BackendInfo, 14> makeTable() {
 #ifdef BPBENCH_HAVE_BULLET
   constexpr Factory dbvt = &makeBulletDbvt, sap = &makeBulletSap;
 #else
@@ -21,6 +21,11 @@ std::array<BackendInfo, 13> makeTable() {
 #else
   constexpr Factory embree = nullptr, embreeP8 = nullptr, embreeP16 = nullptr,
                     embreeStream = nullptr;
+#endif
+#ifdef BPBENCH_HAVE_JOLT
+  constexpr Factory jolt = &makeJolt;
+#else
+  constexpr Factory jolt = nullptr;
 #endif
   return {{
       {"brute", "the oracle (brute_force.h): all pairs O(N^2) on one thread; rays over threads",
@@ -39,6 +44,14 @@ std::array<BackendInfo, 13> makeTable() {
       {"embree-stream",
        "Embree 3 as `embree`, the batch as one coherent stream (rtcIntersect1M/rtcOccluded1M)",
        kRaysClosest | kRaysAny, embreeStream, "Embree 3 (find_package(embree 3)) not found", 0},
+      // At most 2^23 bodies: the index bits of Jolt's BodyID.
+      {"jolt",
+       "Jolt Physics BroadPhaseQuadTree driven as PhysicsSystem drives it (two layers; pairs "
+       "filtered to the exact boxes), one thread",
+       kPairs | kChurn, jolt,
+       "needs a Jolt Physics checkout: configure with -DBP_JOLT_ROOT=<dir> or run "
+       "scripts/peers.sh --jolt <dir>",
+       1u << 23},
       {"bvh", "bp::Bvh (broadphase/src/bvh/bvh.h)", kPairs | kRays | kChurn | kThreaded | kNearest,
        &makeBvh, "", 0},
       {"sweep", "bp::SweepGrid (broadphase/src/sweep/sweep_grid.h)",
@@ -59,7 +72,7 @@ std::array<BackendInfo, 13> makeTable() {
 }  // namespace
 
 std::span<const BackendInfo> allBackends() {
-  static const auto table = makeTable();
+std::array<BackendInfo, 14> makeTable() {
   return table;
 }
 
