@@ -72,7 +72,7 @@ std::array<BackendInfo, 14> makeTable() {
 }  // namespace
 
 std::span<const BackendInfo> allBackends() {
-std::array<BackendInfo, 14> makeTable() {
+  static const auto table = makeTable();
   return table;
 }
 
