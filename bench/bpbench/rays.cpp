@@ -249,8 +249,10 @@ int commandRays(const Options& o) {
                        : std::min<size_t>(results[0].rays, std::max<size_t>(1000, size_t(2e8 / n)));
       if (count) {
         const bp::Scene scene = bp::makeScene(o.scene, n, o.seed);
-        std::vector<Ray> rays = bp::makeWorkloadRays(o.workload, scene, o.rays);
-        rays.resize(count);
+        // The batch's first `count` rays: every workload draws its rays in
+        // batch order, so a shorter batch is the longer one's start.
+        const std::vector<Ray> rays =
+            bp::makeWorkloadRays(o.workload, scene, static_cast<uint32_t>(count));
         RaysResult oracle;
         for (const Ray& ray : rays) {
           if (o.query == RayQuery::all) {

@@ -77,27 +77,6 @@ std::vector<Ray> probeRays(const Scene& scene, uint32_t count) {
   return rays;
 }
 
-// Distance along `r` (unbounded) at which it leaves `b`, and at which it
-// enters it (the slab test without the ray's own limits).
-float exitDistance(const Ray& r, const Aabb& b) {
-  float t = INFINITY;
-  for (int a = 0; a < 3; ++a) {
-    const float t0 = (b.min[a] - r.origin[a]) * r.invDirection[a];
-    const float t1 = (b.max[a] - r.origin[a]) * r.invDirection[a];
-    t = std::min(t, std::max(t0, t1));
-  }
-  return t;
-}
-float entryDistance(const Ray& r, const Aabb& b) {
-  float t = -INFINITY;
-  for (int a = 0; a < 3; ++a) {
-    const float t0 = (b.min[a] - r.origin[a]) * r.invDirection[a];
-    const float t1 = (b.max[a] - r.origin[a]) * r.invDirection[a];
-    t = std::max(t, std::min(t0, t1));
-  }
-  return t;
-}
-
 // Lines of sight: a box a drawn uniformly, then boxes b until one's centre
 // lies within a quarter of the domain's largest side of a's (at most 64
 // draws, the last kept), whose boxes do not overlap. The segment runs from
@@ -122,9 +101,14 @@ std::vector<Ray> sightRays(const Scene& scene, uint32_t count, uint64_t seed) {
     }
     const Vec3 ca = centreOf(scene.boxes[a]), cb = centreOf(scene.boxes[b]);
     if (a == b || ca == cb) continue;
+    // Where the unbounded line leaves a and enters b (the slab test's
+    // exit from a, entry into b).
     const Ray line = makeRay(ca, cb - ca, 1.0f);
-    const float from = exitDistance(line, scene.boxes[a]) + kEndGap;
-    const float to = entryDistance(line, scene.boxes[b]) - kEndGap;
+    float aIn = -INFINITY, aOut = INFINITY, bIn = -INFINITY, bOut = INFINITY;
+    clipRayAabb(line.origin, line.invDirection, scene.boxes[a], aIn, aOut);
+    clipRayAabb(line.origin, line.invDirection, scene.boxes[b], bIn, bOut);
+    const float from = aOut + kEndGap;
+    const float to = bIn - kEndGap;
     if (!(to > from)) continue;  // the boxes touch or overlap: no segment between them
     rays.push_back(makeRay(ca + from * line.direction, line.direction, to - from));
   }

@@ -107,6 +107,14 @@ void BroadPhase::Impl::queryPoint(const Vec3& point, OverlapCallback callback,
 
 namespace {
 
+// Whether proxy p (kNullIndex: a slot that maps to none) may be reported to
+// a query with `filter`. `filters`: the rules to check the filter against,
+// null when the filter accepts every proxy (QueryRead::filtersOf).
+template <class Rules>
+bool reportable(uint32_t p, const Filter& filter, const std::vector<Rules>* filters) {
+  return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter));
+}
+
 // Closest or any hit through a BroadPhase's ray tree, when it has one for
 // this ray, or else its structure; in proxy indices. (Templates only because
 // Side and Rules are BroadPhase's private types.)
@@ -117,9 +125,7 @@ RayHit castOne(const Side& side, const RayTree* tree, const Ray& ray, RayQuery k
                const Filter& filter, const std::vector<Rules>* filters) {
   RayHit best;
   if (tree) {
-    const auto accepted = [&](uint32_t p) {
-      return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter));
-    };
+    const auto accepted = [&](uint32_t p) { return reportable(p, filter, filters); };
     if (kind == RayQuery::any) {
       RayTreeWalk(*tree, ray).walkUnordered(ray.maxT, [&](uint32_t p, float t) {
         if (!accepted(p)) return true;
@@ -148,15 +154,14 @@ RayHit castOne(const Side& side, const RayTree* tree, const Ray& ray, RayQuery k
       if (ray.maxT > 0.0f) {
         best = s.castRayKeyed(ray, kind == RayQuery::any, [&](uint32_t slot) {
           const uint32_t p = side.outer[slot];
-          return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter)) ? p
-                                                                                       : kNullIndex;
+          return reportable(p, filter, filters) ? p : kNullIndex;
         });
         return;
       }
     }
     castThrough(s, ray, [&](uint32_t slot, float t) -> float {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || (filters && !filter.accepts((*filters)[p].filter))) return kInfinity;
+      if (!reportable(p, filter, filters)) return kInfinity;
       const RayHit h{p, t};
       if (kind == RayQuery::any) {
         best = h;
@@ -192,7 +197,7 @@ void castPacket(const RayTree& tree, const Ray* rays, int count, RayQuery kind,
   }
   const bool any = kind == RayQuery::any;
   RayPacketWalk(tree, rays, count).walk(reach, [&](int r, uint32_t p, float t) {
-    if (p == kNullIndex || (filters && !filter.accepts((*filters)[p].filter))) return true;
+    if (!reportable(p, filter, filters)) return true;
     const RayHit h{p, t};
     if (any) {
       best[r] = h;
@@ -440,11 +445,7 @@ uint64_t nearestOne(const Side& side, const RayTree* tree, const std::vector<Rul
   if (tree) {
     thread_local std::vector<RayTreeNearestEntry> open;
     nearestInRayTree(
-        *tree, point, k,
-        [&](uint32_t p) {
-          return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter));
-        },
-        out, open);
+        *tree, point, k, [&](uint32_t p) { return reportable(p, filter, filters); }, out, open);
     return 0;
   }
   out.clear();

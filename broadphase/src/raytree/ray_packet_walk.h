@@ -24,7 +24,6 @@ inline constexpr int kRayPacket = 16;
 
 class RayPacketWalk {
  public:
-  // rays[0 .. count), count <= kRayPacket.
   // rays[0 .. count), count <= kRayPacket, all from one origin.
   RayPacketWalk(const RayTree& tree, const Ray* rays, int count)
       : nodes_(tree.nodes().data()), count_(count) {
