@@ -2,45 +2,59 @@
 # The performance table of README.md and docs/performance.md, from ONE run of
 # this script: every standard scene (docs/scenes.md) at N = 10^5 and 10^6,
 # our structures (sweep, bvh) and the facade (auto) on one thread and on two,
-# against every pair peer bpbench builds, each figure a ratio against a
-# reference peer measured in the same bpbench invocation; then the rays.
+# against the peers bpbench builds, each figure a ratio against a peer
+# measured in the same bpbench invocation; then the ray workloads against
+# Embree's APIs.
 #
 #   scripts/bench_table.sh [--ns LIST] [--frames F] [--frames-large F] [--frames-slow F]
-#                          [--threads LIST] [--reference B] [--ours LIST]
+#                          [--threads LIST] [--reference B] [--peers LIST] [--ours LIST]
 #                          [--slow-peers LIST] [--large-skip SCENES]
-#                          [--rays R] [--out DIR] [--wait-quiet LOAD] [--wait-minutes M]
+#                          [--rays R] [--ray-ns LIST] [--workloads LIST]
+#                          [--out DIR] [--wait-quiet LOAD] [--wait-minutes M]
 #                          [--bpbench PATH]
 #   scripts/bench_table.sh --from DIR     # the tables and chart again from DIR's CSVs
 #
 # Defaults: --ns 100000,1000000; --frames 30 (N <= 10^5; 10 on clustered),
 # --frames-large 4 (N > 10^5); --threads 1,2; --reference bullet-dbvt;
-# --ours sweep,bvh,auto; --slow-peers bullet-sap; --large-skip clustered;
-# --rays 1000000; --out bench_table (in the current directory).
+# --peers physx-abp,physx-mbp,jolt; --ours sweep,bvh,auto;
+# --slow-peers bullet-sap; --large-skip clustered; --rays 1000000;
+# --ray-ns = --ns; --workloads random,lidar,probes,sight;
+# --out bench_table (in the current directory). Backends that this bpbench
+# does not build are left out (scripts/peers.sh builds PhysX and Jolt).
 #
 # Per scene and N, for each thread count T: one invocation
-#   bpbench pairs --scene S --n N --threads T --backend REF,OURS --check
-# so that every ratio (REF median / backend median) comes from one process
-# tree, one scene, one stretch of the machine. Peers run on one thread in
-# every invocation (their APIs are serial).
+#   bpbench pairs --scene S --n N --threads T --backend REF,PEERS,OURS --check
+# so that every ratio comes from one process tree, one scene, one stretch of
+# the machine. Peers run on one thread in every invocation (their APIs are
+# serial). Each of ours is reported as a ratio against the best peer of its
+# invocation (the lowest median of --peers), or against REF (Bullet, which
+# every Debian machine can build) where no peer is built.
 # The slow peers (default bullet-sap) run once per scene, at N <= 10^5 only,
 # in an invocation of their own with the reference (--threads 1,
 # --frames-slow, default 10): bt32BitAxisSweep3 inserts proxies one by one
 # into sorted endpoint arrays, so its build grows as N^2 (about 4 minutes
 # at 10^5 on a 2-vCPU VM; hours at 10^6).
-# At N > 10^5 no peer runs on the --large-skip scenes (clustered 10^6 has
-# 28 M pairs; Bullet's dbvt frame there takes many minutes); those rows
-# have no ratio.
-# --check compares every backend's pairs with the reference's at every frame.
+# At N > 10^5 neither REF nor the peers run on the --large-skip scenes
+# (clustered 10^6 has 28 M pairs; Bullet's dbvt frame there takes many
+# minutes); those rows have no ratio.
+# --check compares every backend's pairs with the first backend's at every
+# frame.
+#
+# Rays: per workload W, query Q (closest, any), ray N and thread count T, one
+#   bpbench rays --n N --rays R --workload W --query Q --threads T
+#          --backend embree,embree-p8,embree-p16,embree-stream,OURS --check
+# against scene uniform; each of ours as a ratio against the best Embree API
+# of its invocation (the highest Mrays/s).
 #
 # --wait-quiet LOAD waits (polling every 60 s, at most --wait-minutes M,
 # default 60) for the 1-minute load average to fall below LOAD before the
 # first measurement; the load averages at start and end are printed.
 #
 # Writes to DIR: pairs.csv and rays.csv (every bpbench field, plus the
-# invocation number `run`), commands.txt, meta.sh (machine, commits, load),
-# table.md (also printed on stdout) and pairs.svg (median ms per frame, log
-# scale, every backend and scene). A failed --check is reported and makes
-# the script exit 1 at the end.
+# invocation number `run`), commands.txt, meta.sh (machine, commits, load,
+# the peers' versions and checkouts), table.md (also printed on stdout) and
+# pairs.svg (median ms per frame, log scale, every backend and scene). A
+# failed --check is reported and makes the script exit 1 at the end.
 set -euo pipefail
 
 ns=100000,1000000
@@ -50,10 +64,14 @@ frames_large=4
 frames_slow=10
 threads_list=1,2
 reference=bullet-dbvt
+peers=physx-abp,physx-mbp,jolt
 ours=sweep,bvh,auto
 slow_peers=bullet-sap
 large_skip=clustered
 rays=1000000
+ray_ns=""
+workloads=random,lidar,probes,sight
+embree_apis=embree,embree-p8,embree-p16,embree-stream
 out=bench_table
 wait_quiet=""
 wait_minutes=60
@@ -69,16 +87,19 @@ while [[ $# -gt 0 ]]; do
     --frames-slow) frames_slow="$2"; shift 2 ;;
     --threads) threads_list="$2"; shift 2 ;;
     --reference) reference="$2"; shift 2 ;;
+    --peers) peers="$2"; shift 2 ;;
     --ours) ours="$2"; shift 2 ;;
     --slow-peers) slow_peers="$2"; shift 2 ;;
     --large-skip) large_skip="$2"; shift 2 ;;
     --rays) rays="$2"; shift 2 ;;
+    --ray-ns) ray_ns="$2"; shift 2 ;;
+    --workloads) workloads="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --wait-quiet) wait_quiet="$2"; shift 2 ;;
     --wait-minutes) wait_minutes="$2"; shift 2 ;;
     --bpbench) bpbench="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
-    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,57p' "$0"; exit 0 ;;
     *) echo "bench_table.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -104,7 +125,10 @@ keep_built() {  # comma list -> the built ones, comma-separated
   echo "$o"
 }
 ours="$(keep_built "$ours")"
+peers="$(keep_built "$peers")"
 slow_peers="$(keep_built "$slow_peers")"
+embree_apis="$(keep_built "$embree_apis")"
+[[ -n "$ray_ns" ]] || ray_ns="$ns"
 is_built "$reference" || reference=""
 [[ -n "$ours" ]] || { echo "bench_table.sh: none of our backends is built" >&2; exit 2; }
 
@@ -145,6 +169,7 @@ bench() {  # bench CSV ARGS...: one bpbench invocation, logged and appended
 for n in ${ns//,/ }; do
   for scene in uniform clustered sizes static plane; do
     refs="$reference"
+    [[ -z "$peers" ]] || refs="${refs:+$refs,}$peers"
     if (( n > 100000 )); then
       f="$frames_large"
       [[ ",$large_skip," == *",$scene,"* ]] && refs=""
@@ -164,10 +189,17 @@ for n in ${ns//,/ }; do
   done
 done
 
-ray_backends="$(keep_built "embree,$ours")"
+ray_backends="${embree_apis:+$embree_apis,}$ours"
 : > "$rays_csv"
-for t in ${threads_list//,/ }; do
-  bench "$rays_csv" rays --n "$ns" --rays "$rays" --threads "$t" --backend "$ray_backends"
+for n in ${ray_ns//,/ }; do
+  for w in ${workloads//,/ }; do
+    for q in closest any; do
+      for t in ${threads_list//,/ }; do
+        bench "$rays_csv" rays --n "$n" --rays "$rays" --workload "$w" --query "$q" \
+          --threads "$t" --backend "$ray_backends"
+      done
+    done
+  done
 done
 load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -177,8 +209,31 @@ commit="$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 # documentation commits after it change no figure.
 code_commit="$(git -C "$here" log -1 --format=%h -- broadphase math jobs bench/bpbench CMakeLists.txt 2>/dev/null || echo unknown)"
 threads_hw="$(nproc) hardware threads, $(uname -m)"
+# Each peer: what bpbench says it is (its version), and the checkout it was
+# built from (the BP_*_ROOT of the build's CMake cache, at its git commit).
+cache="$(dirname "$bpbench")/../CMakeCache.txt"
+peer_checkout() {  # peer_checkout CACHE_VARIABLE -> "DIR at COMMIT" or ""
+  local dir
+  dir="$(sed -n "s/^$1:PATH=//p" "$cache" 2>/dev/null | head -1)"
+  [[ -n "$dir" ]] || return 0
+  if git -C "$dir" rev-parse --short=12 HEAD > /dev/null 2>&1; then
+    echo "$dir at commit $(git -C "$dir" rev-parse --short=12 HEAD)"
+  else
+    echo "$dir (not a git checkout)"
+  fi
+}
+peer_info=""
+for b in ${peers//,/ }; do
+  what="$("$bpbench" list --format json | sed -n "s/.*\"backend\": \"$b\".*\"what\": \"\(.*\)\"}.*/\1/p")"
+  case "$b" in
+    physx-*) src="$(peer_checkout BP_PHYSX_ROOT)" ;;
+    jolt) src="$(peer_checkout BP_JOLT_ROOT)" ;;
+    *) src="" ;;
+  esac
+  peer_info+="- \`$b\`: $what${src:+; built from $src}"$'\n'
+done
 declare -p invocation load_start load_end waited wait_quiet cpu commit code_commit threads_hw \
-  reference ours slow_peers threads_list rays > "$out/meta.sh"
+  reference peers peer_info ours slow_peers threads_list rays ray_ns workloads > "$out/meta.sh"
 fi  # measuring
 
 # --- The tables (markdown) ---------------------------------------------------
@@ -186,14 +241,24 @@ fi  # measuring
 echo "Machine: ${cpu:-unknown CPU} ($threads_hw); tree at $commit, library and bpbench as of $code_commit."
 echo "Command: \`$invocation\` (the bpbench invocations are in commands.txt)."
 echo "Load average (1, 5, 15 min) at start: $load_start; at end: $load_end${wait_quiet:+; waited $waited min for the 1-min load to fall below $wait_quiet}."
+if [[ -n "${peer_info:-}" ]]; then
+  echo
+  echo "Peers:"
+  printf '%s' "$peer_info"
+fi
 echo
 echo "Median ms per frame (a frame = the batch move of every moving box + the complete, exact,"
-echo "sorted pair list; frames 2..F). In brackets: the speed-up over $reference, i.e. $reference's"
-echo "median / this median, both measured in the same bpbench invocation. Peers run on one thread."
+echo "sorted pair list; frames 2..F). Peers run on one thread. In brackets: the speed-up over the"
+if [[ -n "${peers:-}" ]]; then
+  echo "best peer (the fastest of ${peers//,/, }) in the same bpbench invocation, i.e. its"
+  echo "median / this median; over $reference where no peer ran."
+else
+  echo "$reference, i.e. $reference's median / this median, both measured in the same bpbench invocation."
+fi
 [[ -z "$slow_peers" ]] || echo "$slow_peers ran in invocations of their own with $reference (N <= 10^5, one thread); their ratio is against that invocation's $reference."
 echo
 # Summary: one row per scene and N.
-awk -F, -v ref="$reference" -v ours="$ours" -v slow="$slow_peers" -v tl="$threads_list" '
+awk -F, -v ref="$reference" -v peers="${peers:-}" -v ours="$ours" -v slow="$slow_peers" -v tl="$threads_list" '
   NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
   {
     key = $c["scene"] SUBSEP $c["n"]
@@ -201,24 +266,29 @@ awk -F, -v ref="$reference" -v ours="$ours" -v slow="$slow_peers" -v tl="$thread
     run = $c["run"]; b = $c["backend"]
     med[run, b] = $c["median_ms"]
     if (!((key, b, $c["threads"]) in runOf)) runOf[key, b, $c["threads"]] = run  # the first run wins
-    if (b == ref) refRun[run] = 1
+    if (index("," peers ",", "," b ",") && (!(run in best) || $c["median_ms"] < best[run])) {
+      best[run] = $c["median_ms"]; bestName[run] = b
+    }
     if (b != ref && (b == slow || index("," slow ",", "," b ",")))
       slowRun[key, b] = run
   }
   function fmt(v) { return v >= 100 ? sprintf("%.0f", v) : v >= 10 ? sprintf("%.1f", v) : sprintf("%.2f", v) }
-  function cell(run, b,   m, r) {
+  function times(r) { return sprintf(" (%sx)", r >= 10 ? sprintf("%.0f", r) : sprintf("%.2f", r)) }
+  # Ours against the best peer of the run, else against the reference; the
+  # slow peers (own runs with the reference) against the reference.
+  function cell(run, b, againstRef,   m) {
     if (run == "" || !((run, b) in med)) return "-"
     m = med[run, b]
-    if ((run, ref) in med && b != ref) {
-      r = med[run, ref] / m
-      return fmt(m) sprintf(" (%sx)", r >= 10 ? sprintf("%.0f", r) : sprintf("%.2f", r))
-    }
+    if (!againstRef && (run in best) && b != bestName[run]) return fmt(m) times(best[run] / m)
+    if ((run, ref) in med && b != ref) return fmt(m) times(med[run, ref] / m)
     return fmt(m)
   }
+  function bestCell(run) { return (run != "" && (run in best)) ? fmt(best[run]) " " bestName[run] : "-" }
   function nname(n) { return n == 100000 ? "10^5" : n == 1000000 ? "10^6" : n }
   END {
     nt = split(tl, T, ","); no = split(ours, O, ","); ns = split(slow, S, ",")
     h = "| scene | N | " ref " ms"; sep = "|---|---|---:"
+    if (peers != "") { h = h " | best peer ms"; sep = sep "|---:" }
     for (s = 1; s <= ns; ++s) { h = h " | " S[s] " ms"; sep = sep "|---:" }
     for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t) {
       h = h " | " O[o] ", " T[t] (T[t] == 1 ? " thread" : " threads"); sep = sep "|---:"
@@ -226,40 +296,91 @@ awk -F, -v ref="$reference" -v ours="$ours" -v slow="$slow_peers" -v tl="$thread
     print h " |"; print sep "|"
     for (k = 1; k <= rows; ++k) {
       split(order[k], p, SUBSEP)
-      line = "| " p[1] " | " nname(p[2]) " | " cell(runOf[order[k], ref, 1], ref)
-      for (s = 1; s <= ns; ++s) line = line " | " cell(slowRun[order[k], S[s]], S[s])
+      first = runOf[order[k], O[1], T[1]]
+      line = "| " p[1] " | " nname(p[2]) " | " cell(runOf[order[k], ref, 1], ref, 1)
+      if (peers != "") line = line " | " bestCell(first)
+      for (s = 1; s <= ns; ++s) line = line " | " cell(slowRun[order[k], S[s]], S[s], 1)
       for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t)
-        line = line " | " cell(runOf[order[k], O[o], T[t]], O[o])
+        line = line " | " cell(runOf[order[k], O[o], T[t]], O[o], 0)
       print line " |"
     }
   }' "$pairs_csv"
 echo
 echo "Every row, with p99, pairs and peak memory (run = the bpbench invocation in commands.txt):"
 echo
-echo "| run | scene | N | backend | threads | frames | median ms | p99 ms | pairs | peak MiB | speed-up vs $reference |"
-echo "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
-awk -F, -v ref="$reference" '
+echo "| run | scene | N | backend | threads | frames | median ms | p99 ms | pairs | peak MiB | speed-up vs $reference | vs best peer |"
+echo "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+awk -F, -v ref="$reference" -v peers="${peers:-}" '
   NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
-  { row[NR] = $0; if ($c["backend"] == ref) refm[$c["run"]] = $c["median_ms"] }
+  {
+    row[NR] = $0; run = $c["run"]
+    if ($c["backend"] == ref) refm[run] = $c["median_ms"]
+    if (index("," peers ",", "," $c["backend"] ",") && (!(run in best) || $c["median_ms"] < best[run]))
+      best[run] = $c["median_ms"]
+  }
   END {
     for (k = 2; k <= NR; ++k) {
       split(row[k], f, ",")
-      r = (f[c["run"]] in refm) ? sprintf("%.2fx", refm[f[c["run"]]] / f[c["median_ms"]]) : "-"
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[c["run"]], f[c["scene"]],
-        f[c["n"]], f[c["backend"]], f[c["threads"]], f[c["frames"]], f[c["median_ms"]], f[c["p99_ms"]],
-        f[c["pairs"]], f[c["peak_mib"]], r
+      run = f[c["run"]]; m = f[c["median_ms"]]
+      r = (run in refm) ? sprintf("%.2fx", refm[run] / m) : "-"
+      p = (run in best) ? sprintf("%.2fx", best[run] / m) : "-"
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", run, f[c["scene"]],
+        f[c["n"]], f[c["backend"]], f[c["threads"]], f[c["frames"]], m, f[c["p99_ms"]],
+        f[c["pairs"]], f[c["peak_mib"]], r, p
     }
   }' "$pairs_csv"
 if [[ -s "$rays_csv" ]]; then
   echo
-  echo "Rays: closest hit, $rays rays of length L/4 against scene uniform (frame 0); million rays"
-  echo "per second, all threads together; ratio = this rate / the first backend's, same invocation."
+  echo "Rays against scene uniform (frame 0), the workloads of docs/scenes.md, $rays rays each; million"
+  echo "rays per second, all threads together (the median of the casts). Best Embree: the highest rate of"
+  echo "${embree_apis:-embree} in the invocation; in brackets each of ours over it."
   echo
-  echo "| run | boxes | backend | threads | Mrays/s | ratio | hits |"
-  echo "|---:|---:|---|---:|---:|---:|---:|"
+  awk -F, -v ours="$ours" -v tl="$threads_list" -v apis="${embree_apis:-embree}" '
+    NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
+    {
+      w = ("workload" in c) ? $c["workload"] : "random"  # older CSVs: random rays only
+      key = w SUBSEP $c["query"] SUBSEP $c["n"]
+      if (!(key in seen)) { seen[key] = 1; order[++rows] = key }
+      run = $c["run"]; b = $c["backend"]; v = $c["mrays_per_s"]
+      rate[run, b] = v
+      if (!((key, b, $c["threads"]) in runOf)) runOf[key, b, $c["threads"]] = run
+      if (index("," apis ",", "," b ",") && (!(run in best) || v > best[run])) {
+        best[run] = v; bestName[run] = b
+      }
+    }
+    function fmt(v) { return v >= 100 ? sprintf("%.0f", v) : v >= 10 ? sprintf("%.1f", v) : sprintf("%.2f", v) }
+    function cell(run, b,   v) {
+      if (run == "" || !((run, b) in rate)) return "-"
+      v = rate[run, b]
+      return (run in best) ? fmt(v) sprintf(" (%.2fx)", v / best[run]) : fmt(v)
+    }
+    function nname(n) { return n == 100000 ? "10^5" : n == 1000000 ? "10^6" : n }
+    END {
+      nt = split(tl, T, ","); no = split(ours, O, ",")
+      h = "| workload | query | boxes | best Embree Mrays/s"; sep = "|---|---|---|---:"
+      for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t) {
+        h = h " | " O[o] ", " T[t] (T[t] == 1 ? " thread" : " threads"); sep = sep "|---:"
+      }
+      print h " |"; print sep "|"
+      for (k = 1; k <= rows; ++k) {
+        split(order[k], p, SUBSEP)
+        first = runOf[order[k], O[1], T[1]]
+        line = "| " p[1] " | " p[2] " | " nname(p[3]) " | " \
+          ((first in best) ? fmt(best[first]) " " bestName[first] : "-")
+        for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t)
+          line = line " | " cell(runOf[order[k], O[o], T[t]], O[o])
+        print line " |"
+      }
+    }' "$rays_csv"
+  echo
+  echo "Every ray row (ratio = this rate / the invocation's first backend's):"
+  echo
+  echo "| run | workload | query | boxes | backend | threads | Mrays/s | ratio | hits |"
+  echo "|---:|---|---|---:|---|---:|---:|---:|---:|"
   awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
-    { printf "| %s | %s | %s | %s | %s | %.2fx (vs %s) | %s |\n", $c["run"], $c["n"], $c["backend"],
-        $c["threads"], $c["mrays_per_s"], $c["ratio"], $c["ratio_to"], $c["hits"] }' "$rays_csv"
+    { w = ("workload" in c) ? $c["workload"] : "random"
+      printf "| %s | %s | %s | %s | %s | %s | %s | %.2fx (vs %s) | %s |\n", $c["run"], w, $c["query"],
+        $c["n"], $c["backend"], $c["threads"], $c["mrays_per_s"], $c["ratio"], $c["ratio_to"], $c["hits"] }' "$rays_csv"
 fi
 } | tee "$out/table.md"
 
@@ -279,7 +400,7 @@ awk -F, -v foot="$invocation (docs/performance.md)" -v title="bpbench pairs: med
     if (pts == 1 || v < lo) lo = v; if (pts == 1 || v > hi) hi = v
   }
   END {
-    split("#1a73e8 #e8710a #188038 #d93025 #9334e6 #5f6368 #12b5cb", pal, " ")
+    split("#1a73e8 #e8710a #188038 #d93025 #9334e6 #5f6368 #12b5cb #f538a0 #795548 #b0b000", pal, " ")
     lo = int(lo - (lo < 0 ? 1 : 0)); hi = int(hi) + (hi > int(hi) ? 1 : 0)
     if (hi == lo) hi = lo + 1
     L = 130; W = 560; top = 50; rh = 24; H = top + rows * rh + 70
@@ -302,14 +423,14 @@ awk -F, -v foot="$invocation (docs/performance.md)" -v title="bpbench pairs: med
     for (k = 1; k <= pts; ++k) {
       x = L + (log(pm[k]) / log(10) - lo) / (hi - lo) * W
       y = top + (pr[k] - 0.5) * rh + (pt[k] > 1 ? 5 : -3)
-      colr = pal[(pb[k] - 1) % 7 + 1]
+      colr = pal[(pb[k] - 1) % 10 + 1]
       if (pt[k] > 1) printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"white\" stroke=\"%s\" stroke-width=\"2\"><title>%s %s threads: %s ms</title></circle>\n", x, y, colr, bname[pb[k]], pt[k], pm[k]
       else printf "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"><title>%s 1 thread: %s ms</title></circle>\n", x, y, colr, bname[pb[k]], pm[k]
     }
     lx = L + W + 45
     for (b = 1; b <= nb; ++b) {
       y = top + (b - 1) * 20
-      printf "<circle cx=\"%d\" cy=\"%d\" r=\"5\" fill=\"%s\"/><text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">%s</text>\n", lx, y, pal[(b - 1) % 7 + 1], lx + 12, y, bname[b]
+      printf "<circle cx=\"%d\" cy=\"%d\" r=\"5\" fill=\"%s\"/><text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">%s</text>\n", lx, y, pal[(b - 1) % 10 + 1], lx + 12, y, bname[b]
     }
     y = top + nb * 20 + 10
     printf "<circle cx=\"%d\" cy=\"%d\" r=\"4.5\" fill=\"#444\"/><text x=\"%d\" y=\"%d\" dominant-baseline=\"middle\">1 thread</text>\n", lx, y, lx + 12, y
