@@ -110,7 +110,8 @@ const FramePairs& BroadPhase::Impl::update() {
     clearEvents();
     collectPairs(pairs_);
     finishEvents();
-  } else if (structure_->remapped == 0 && special_ == 0) {
+  } else if (structure_->remapped == 0 && (special_ == 0 || onlyDoubleSpecial())) {
+    if (special_ != 0) dropInexactPairs();
     mergePairsAndEvents();
   } else {
     collectPairs(pairs_);

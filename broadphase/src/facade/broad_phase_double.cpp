@@ -26,6 +26,9 @@ namespace bp {
 
 namespace {
 
+// dropInexactPairs(): below this many pairs a chunk, one thread.
+constexpr uint32_t kPairChunk = 16384;
+
 bool knownMotion(MotionType m) {
   return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;
 }
@@ -170,6 +173,36 @@ bool BroadPhase::Impl::exactOverlap(uint32_t a, uint32_t b) const {
   return overlaps(boxA, boxB);
 }
 
+void BroadPhase::Impl::dropInexactPairs() {
+  std::vector<Pair>& pairs = structure_->pairs;
+  const uint32_t n = static_cast<uint32_t>(pairs.size());
+  BP_ASSERT(structure_->remapped == 0);
+  const uint32_t threads = uint32_t(scheduler_->threadCount());
+  const EvenChunks split =
+      threads > 1 && n > kPairChunk ? evenChunks(n, kPairChunk, 1, threads) : EvenChunks{1, n};
+  // Almost every pair stands: each chunk marks the rare rejected one in
+  // place (a == b, which no pair has) and counts, and only a frame with a
+  // rejection compacts. The second box of a pair is a scattered read: the
+  // boxes of the pair kAhead places on are fetched while this one is tested.
+  constexpr uint32_t kAhead = 16;
+  std::atomic<uint32_t> rejected{0};
+  forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+    uint32_t dropped = 0;
+    for (uint32_t k = begin; k < end; ++k) {
+      if (k + kAhead < end) __builtin_prefetch(&boxes_[pairs[k + kAhead].b], 0, 3);
+      const Pair p = pairs[k];
+      if (!exactOverlap(p.a, p.b)) [[unlikely]] {
+        pairs[k] = Pair{p.a, p.a};
+        ++dropped;
+      }
+    }
+    if (dropped != 0) rejected.fetch_add(dropped, std::memory_order_relaxed);
+  });
+  if (rejected.load(std::memory_order_relaxed) == 0) return;
+  pairs.erase(std::remove_if(pairs.begin(), pairs.end(), [](Pair p) { return p.a == p.b; }),
+              pairs.end());
+}
+
 bool BroadPhase::Impl::checkDoubleShift(const Vec3& offset) const {
   if (!dworld_ || dworld_->count == 0) return true;
   const DVec3 moved = dworld_->origin + toDouble(offset);
@@ -283,7 +316,7 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   if (n == 0) return;
   // Everything validated before anything is recorded, in chunks: every
   // handle live and a double proxy's, every box valid, and its float box
-  // (computed once, kept for the record) within the frame.
+  // (computed once, a chunk at a time, kept for the record) within the frame.
   if (!dworld_ || dworld_->count == 0) {  // no double proxy: the first entry is bad
     reportDoubleMoveCulprit(ids, boxes);
     return;
@@ -297,15 +330,14 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   // either, so of isValid(DAabb) only the order of min and max is tested on
   // the double box itself (the rounding could hide a slight inversion).
   forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+    roundOutward(boxes.subspan(begin, end - begin), w.origin, &w.frameBoxes[begin]);
     unsigned good = 1;
     for (uint32_t k = begin; k < end; ++k) {
       const ProxyId id = ids[k];
       const DAabb& box = boxes[k];
-      const Aabb frame = roundOutward(box, w.origin);
-      w.frameBoxes[k] = frame;
       good &= unsigned(pool_.isLiveBranchFree(id)) & unsigned(w.has(id.index)) &
               unsigned(box.min.x <= box.max.x) & unsigned(box.min.y <= box.max.y) &
-              unsigned(box.min.z <= box.max.z) & unsigned(isValid(frame));
+              unsigned(box.min.z <= box.max.z) & unsigned(isValid(w.frameBoxes[k]));
     }
     if (!good) bad.store(true, std::memory_order_relaxed);
   });

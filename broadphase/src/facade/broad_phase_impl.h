@@ -162,8 +162,12 @@ struct BroadPhase::Impl {
   // begun_ and ended_ from previous_ and pairs_.
   void computeEvents();
   // collectPairs() and computeEvents() in one merge, for a structure whose
-  // pairs all stand as they are (no slot remapped, no special proxy).
+  // pairs all stand as they are (no slot remapped, no special proxy, or
+  // only double ones with dropInexactPairs() run first).
   void mergePairsAndEvents();
+  // Whether the only special proxies are double ones: then accepts() is
+  // exactOverlap() and nothing else.
+  bool onlyDoubleSpecial() const;
   // update(consume)'s pairs, mapped and filtered, to `consume` in chunks.
   void streamPairs(FunctionRef<void(std::span<const ProxyPair>)> consume);
   template <class KeyOf, class Merge>
@@ -184,6 +188,9 @@ struct BroadPhase::Impl {
   void forgetDouble(uint32_t index);
   void applyDoubleBoxes();
   bool exactOverlap(uint32_t a, uint32_t b) const;
+  // Takes out of the structure's pairs (slot == proxy index) those that
+  // exactOverlap() rejects, keeping the order.
+  void dropInexactPairs();
   bool checkDoubleShift(const Vec3& offset) const;
   void applyDoubleShift(const Vec3& offset);
   bool checkDoubleRay(const DVec3& start, const DVec3& direction, double length,

@@ -87,7 +87,7 @@ bool BroadPhase::Impl::accepts(uint32_t a, uint32_t b) const {
   if (special_ == 0) return true;  // default filters, no kinematic proxy: every pair stands
   // Only double proxies are special: their pairs are decided in double, and
   // no other pair need read the rules (a random access a pair).
-  if (dworld_ && special_ == dworld_->count) return exactOverlap(a, b);
+  if (onlyDoubleSpecial()) return exactOverlap(a, b);
   const Rules& da = rules_[a];
   const Rules& db = rules_[b];
   if (!da.filter.accepts(db.filter)) return false;
@@ -98,6 +98,8 @@ bool BroadPhase::Impl::accepts(uint32_t a, uint32_t b) const {
   if (bKin && da.motion == MotionType::staticBody) return false;
   return !dworld_ || dworld_->count == 0 || exactOverlap(a, b);
 }
+
+bool BroadPhase::Impl::onlyDoubleSpecial() const { return dworld_ && special_ == dworld_->count; }
 
 // The structure's pairs into structure_->pairs. With maxPairs, under a
 // budget that stops the structure's tasks as soon as the frame is known to

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 
 namespace bp {
@@ -140,5 +141,11 @@ inline float roundUp(double x) {
   }
   return r;
 }
+
+/// roundOutward() of every box: out[k] = roundOutward(boxes[k], origin),
+/// bit for bit (out has boxes.size() entries). Where the build has AVX2 two
+/// boxes (twelve coordinates) round in three 4-wide steps without a branch:
+/// the scalar form's six roundings a box mispredict about half the time.
+void roundOutward(std::span<const DAabb> boxes, const DVec3& origin, Aabb* out);
 
 }  // namespace bp
