@@ -581,5 +581,82 @@ TEST(DoubleWorld, RemovedIndicesChangePrecision) {
   EXPECT_EQ(bp.validate(), "");
 }
 
+// Batches long enough to be checked and written in chunks on two threads
+// (ascending indices: the chunks write side by side; descending, and one
+// with a repeated proxy: in batch order, the last box kept) give the same
+// pairs, events and boxes as one thread, and the pairs of the double oracle.
+TEST(DoubleWorld, LongBatchesOnTwoThreadsAsOnOne) {
+  const uint32_t n = 12000;  // every box moves: more than one chunk (8192) a batch
+  Scene scene = makeScene(SceneKind::uniform, n, 12);
+  const DVec3 shift{1e9, 1e9, 1e9};
+  BroadPhase one({.structure = Structure::automatic, .threads = 1});
+  BroadPhase two({.structure = Structure::automatic, .threads = 2});
+  std::vector<DAabb> boxes(n);
+  std::vector<ProxyId> idsOne(n), idsTwo(n);  // (each world's handles are its own)
+  for (BroadPhase* bp : {&one, &two}) {
+    bp->shiftOrigin(Vec3(1e9f, 1e9f, 1e9f));
+    for (uint32_t i = 0; i < n; ++i) {
+      boxes[i] = brute::translated(scene.boxes[i], shift);
+      (bp == &one ? idsOne : idsTwo)[i] = bp->add(
+          DProxyDesc{.box = boxes[i],
+                     .motion = scene.isStatic[i] ? MotionType::staticBody : MotionType::dynamic});
+    }
+  }
+  one.update();
+  two.update();
+  for (int frame = 0; frame < 3; ++frame) {
+    scene.step();
+    std::vector<uint32_t> moved;
+    std::vector<DAabb> to;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (scene.isStatic[i]) continue;
+      boxes[i] = brute::translated(scene.boxes[i], shift);
+      moved.push_back(i);
+      to.push_back(boxes[i]);
+    }
+    if (frame == 1) {
+      std::reverse(moved.begin(), moved.end());
+      std::reverse(to.begin(), to.end());
+    }
+    if (frame == 2) {  // the first proxy twice: a stale box first, its own at the end
+      const uint32_t first = moved.front();
+      const DAabb own = to.front();
+      moved.insert(moved.begin(), first);
+      to.insert(to.begin(), DAabb{own.min, own.max + DVec3{50, 50, 50}});
+      moved.push_back(first);
+      to.push_back(own);
+    }
+    std::vector<ProxyId> handlesOne, handlesTwo;
+    for (uint32_t i : moved) {
+      handlesOne.push_back(idsOne[i]);
+      handlesTwo.push_back(idsTwo[i]);
+    }
+    one.move(handlesOne, to);
+    two.move(handlesTwo, to);
+    const FramePairs& a = one.update();
+    const FramePairs& b = two.update();
+    const std::string where = "frame " + std::to_string(frame);
+    ASSERT_TRUE(test::samePairs(pairsOf(a.pairs), pairsOf(b.pairs))) << where;
+    ASSERT_TRUE(test::samePairs(pairsOf(a.begun), pairsOf(b.begun))) << where;
+    ASSERT_TRUE(test::samePairs(pairsOf(a.ended), pairsOf(b.ended))) << where;
+    // Every box as given (worldBox) and as the queries test it (its upper
+    // corner, which its box of the frame before does not hold).
+    for (uint32_t i = 0; i < n; ++i) {
+      ASSERT_EQ(two.worldBox(idsTwo[i]).min, boxes[i].min) << where << " proxy " << i;
+      ASSERT_EQ(two.worldBox(idsTwo[i]).max, boxes[i].max) << where << " proxy " << i;
+      bool found = false;
+      two.queryPoint(boxes[i].max, [&](uint32_t p) {
+        found |= p == i;
+        return true;
+      });
+      ASSERT_TRUE(found) << where << " proxy " << i;
+    }
+    if (frame == 0)
+      ASSERT_TRUE(test::samePairs(brute::findPairs(boxes, scene.isStatic), pairsOf(b.pairs)));
+  }
+  EXPECT_EQ(two.validate(), "");
+  checkQueries(two, boxes, shift, n, "two threads");
+}
+
 }  // namespace
 }  // namespace bp

@@ -7,6 +7,7 @@
 #include "facade/broad_phase_impl.h"
 
 #include "common/assert.h"
+#include "common/batch_check.h"
 #include "common/even_chunks.h"
 #include "common/report_error.h"
 #include "facade/broad_phase_side.h"
@@ -154,7 +155,20 @@ void BroadPhase::Impl::applyDoubleBoxes() {
   };
   for (const uint32_t i : pendingAdds_)
     if ((state_[i] & kPendingAdd) && w.has(i)) apply(i);
-  // (An unmarked list, recordFirstBatch's, holds pending moves only.)
+  // An unmarked list, recordFirstBatch's, holds pending moves only, and in
+  // strictly increasing order: its chunks copy side by side (without a view,
+  // which lists what they touch).
+  const uint32_t n = static_cast<uint32_t>(pendingMoves_.size());
+  const EvenChunks split = moveChunks(n);
+  if (movesUnmarked_ && !view_ && split.count > 1) {
+    forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+      for (uint32_t k = begin; k < end; ++k) {
+        const uint32_t i = pendingMoves_[k];
+        if (w.has(i)) w.applied[i] = w.pending[i];
+      }
+    });
+    return;
+  }
   for (const uint32_t i : pendingMoves_)
     if ((movesUnmarked_ || (state_[i] & kPendingMove)) && w.has(i)) apply(i);
 }
@@ -329,8 +343,13 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   // good). A double box that is not finite gives a float box that is not
   // either, so of isValid(DAabb) only the order of min and max is tested on
   // the double box itself (the rounding could hide a slight inversion).
-  forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+  // Whether each chunk's indices strictly increase (from the chunk before):
+  // then no proxy repeats and the chunks write their DAabbs side by side.
+  const bool parallel = split.count > 1;
+  std::vector<uint8_t> ascending(parallel ? split.count : 0);
+  forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
     roundOutward(boxes.subspan(begin, end - begin), w.origin, &w.frameBoxes[begin]);
+    if (parallel) ascending[c] = indicesAscending(ids, begin, end);
     unsigned good = 1;
     for (uint32_t k = begin; k < end; ++k) {
       const ProxyId id = ids[k];
@@ -347,7 +366,13 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   }
   // The double boxes as given, in batch order (a repeated proxy keeps its
   // last), then their float boxes recorded as a float batch is.
-  for (uint32_t k = 0; k < n; ++k) w.pending[ids[k].index] = boxes[k];
+  if (parallel && std::all_of(ascending.begin(), ascending.end(), [](uint8_t a) { return a; })) {
+    forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+      for (uint32_t k = begin; k < end; ++k) w.pending[ids[k].index] = boxes[k];
+    });
+  } else {
+    for (uint32_t k = 0; k < n; ++k) w.pending[ids[k].index] = boxes[k];
+  }
   recordBatch(ids, w.frameBoxes, true);
 }
 
