@@ -66,6 +66,7 @@
 #include "PxcScratchAllocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <stdexcept>
@@ -76,14 +77,37 @@ namespace {
 
 namespace px = physx;
 
-// 16-byte aligned blocks, as PhysX requires of its allocator.
+// 16-byte aligned blocks, as PhysX requires of its allocator, each after a
+// 16-byte header that holds its size: the bytes PhysX holds are the
+// structure's memory in bpbench's tables (one PhysX backend a process, as
+// bpbench runs each backend in a child of its own).
 class Allocator final : public px::PxAllocatorCallback {
  public:
   void* allocate(size_t size, const char*, const char*, int) override {
-    return std::aligned_alloc(16, (size + 15) & ~size_t(15));
+    auto* block = static_cast<unsigned char*>(
+        std::aligned_alloc(kHeader, kHeader + ((size + kHeader - 1) & ~(kHeader - 1))));
+    if (!block) return nullptr;
+    *reinterpret_cast<size_t*>(block) = size;
+    live_.fetch_add(size, std::memory_order_relaxed);
+    return block + kHeader;
   }
-  void deallocate(void* ptr) override { std::free(ptr); }
+  void deallocate(void* ptr) override {
+    if (!ptr) return;
+    unsigned char* block = static_cast<unsigned char*>(ptr) - kHeader;
+    live_.fetch_sub(*reinterpret_cast<size_t*>(block), std::memory_order_relaxed);
+    std::free(block);
+  }
+  size_t live() const { return live_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr size_t kHeader = 16;
+  std::atomic<size_t> live_{0};
 };
+
+Allocator& allocator() {
+  static Allocator a;
+  return a;
+}
 
 // PhysX reports misuse and limits (MBP's 64K objects a region) through the
 // foundation's error callback and carries on; the adapter keeps the first
@@ -94,7 +118,8 @@ class ErrorSink final : public px::PxErrorCallback {
   void reportError(px::PxErrorCode::Enum code, const char* message, const char* file,
                    int line) override {
     if (code == px::PxErrorCode::eDEBUG_INFO || !first_.empty()) return;
-    first_ = std::string(message) + " (" + file + ":" + std::to_string(line) + ")";
+    first_ = std::string(message ? message : "") + " (" + (file ? file : "?") + ":" +
+             std::to_string(line) + ")";
   }
   void throwIfAny() {
     if (first_.empty()) return;
@@ -115,9 +140,8 @@ ErrorSink& errors() {
 // The foundation (PX_ALLOC and error reporting go through it), once per
 // process: PhysX allows one.
 void initPhysxOnce() {
-  static Allocator allocator;
   static px::PxFoundation* const foundation =
-      PxCreateFoundation(PX_PHYSICS_VERSION, allocator, errors());
+      PxCreateFoundation(PX_PHYSICS_VERSION, allocator(), errors());
   if (!foundation) throw std::runtime_error("physx: PxCreateFoundation failed");
 }
 
@@ -133,10 +157,12 @@ class Bits {
   void set(uint32_t i) { words_[i >> 6] |= uint64_t(1) << (i & 63); }
   void reset(uint32_t i) { words_[i >> 6] &= ~(uint64_t(1) << (i & 63)); }
   bool test(uint32_t i) const { return (words_[i >> 6] >> (i & 63)) & 1; }
-  // Appends the set bits to `out` in increasing order and clears them.
-  void drainTo(std::vector<uint32_t>& out) {
+  // Appends the set bits that are not set in `skip` to `out`, in
+  // increasing order, and clears them all.
+  void drainTo(std::vector<uint32_t>& out, const Bits* skip = nullptr) {
     for (size_t w = 0; w < words_.size(); ++w) {
-      for (uint64_t b = words_[w]; b != 0; b &= b - 1)
+      const uint64_t keep = skip ? words_[w] & ~skip->words_[w] : words_[w];
+      for (uint64_t b = keep; b != 0; b &= b - 1)
         out.push_back(uint32_t(w * 64 + size_t(std::countr_zero(b))));
       words_[w] = 0;
     }
@@ -155,11 +181,6 @@ class PairSet {
     uint64_t key;  // (lower handle << 32) | higher handle
     Pair pair;     // the same two bodies as scene ids
   };
-
-  void clear() {
-    dense_.clear();
-    slots_.assign(slots_.size(), Slot{kEmpty, 0});
-  }
 
   void insert(uint64_t key, Pair pair) {
     if ((dense_.size() + 1) * 2 > slots_.size()) grow();
@@ -296,7 +317,7 @@ class PhysxBackend final : public Backend {
       if (added_.test(h))
         added_.reset(h);
       else
-        removed_.set(h), ++removedCount_;
+        removed_.set(h);
       groups_[h] = px::Bp::FilterGroup::eINVALID;
       released_.push_back(h);
       handleOf_[id] = kNoHandle;
@@ -326,11 +347,13 @@ class PhysxBackend final : public Backend {
     offsets.clear();
   }
 
-  // The adapter's arrays and pair set; PhysX's own allocations are not counted.
+  // What PhysX holds (the broadphase and the foundation), and the arrays
+  // and pair set the scene would hold around it.
   size_t memoryBytes() const override {
-    return bounds_.capacity() * sizeof(px::PxBounds3) +
+    return allocator().live() + bounds_.capacity() * sizeof(px::PxBounds3) +
            groups_.capacity() * sizeof(px::Bp::FilterGroup::Enum) +
-           distances_.capacity() * sizeof(float) + pairs_.bytes();
+           distances_.capacity() * sizeof(float) + sceneOf_.capacity() * sizeof(uint32_t) +
+           pairs_.bytes();
   }
 
  private:
@@ -390,8 +413,10 @@ class PhysxBackend final : public Backend {
     created_.clear();
     updated_.clear();
     removedList_.clear();
+    // A handle added since the last update is created, not updated, even if
+    // it moved since (updateBPFirstPass skips it in the changed map).
+    changed_.drainTo(updated_, &added_);
     added_.drainTo(created_);
-    changed_.drainTo(updated_);
     removed_.drainTo(removedList_);
     const px::Bp::BroadPhaseUpdateData data(
         created_.data(), uint32_t(created_.size()), updated_.data(), uint32_t(updated_.size()),
@@ -417,13 +442,12 @@ class PhysxBackend final : public Backend {
     }
     // The pairs of removed handles, which PhysX does not report, before the
     // handles can be reused.
-    if (removedCount_ != 0) {
-      for (uint32_t h : removedList_) removed_.set(h);
+    if (!removedList_.empty()) {
+      for (uint32_t h : removedList_) removed_.set(h);  // drained above; a lookup now
       pairs_.eraseIf([&](const PairSet::Entry& e) {
         return removed_.test(uint32_t(e.key >> 32)) || removed_.test(uint32_t(e.key));
       });
       for (uint32_t h : removedList_) removed_.reset(h);
-      removedCount_ = 0;
     }
     free_.insert(free_.end(), released_.begin(), released_.end());
     released_.clear();
@@ -456,7 +480,6 @@ class PhysxBackend final : public Backend {
   std::vector<float> distances_;
   std::vector<uint32_t> sceneOf_;
   Bits added_, changed_, removed_;
-  uint32_t removedCount_ = 0;
   uint32_t handleCount_ = 0;
   std::vector<uint32_t> free_;                             // reusable handles, the next one last
   std::vector<uint32_t> released_;                         // removed since the last update
