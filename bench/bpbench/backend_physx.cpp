@@ -30,14 +30,16 @@
 //   superset of the exact ones.
 // - The created, updated and removed lists from bitmaps scanned in handle
 //   order (AABBManager::updateBPFirstPass), then one update() on the calling
-//   thread (PhysX runs ABP's update as one task; MBP ignores the task).
+//   thread: eABP is ABP's serial form (ePABP forks tasks), and MBP runs
+//   serially whatever task it is given.
 // - The broadphase reports pairs created and deleted by this update; the
-//   pairs of removed objects are not reported at all (PhysX's Sc layer drops
-//   a removed shape's interactions itself). So the adapter keeps the set of
-//   current pairs, as the scene keeps its interactions: a dense array with
-//   an open-addressing index from the handle pair to its slot, deleted pairs
-//   swapped out, created ones appended, and the pairs of removed handles
-//   dropped in one pass over the array in the frame that removes them.
+//   pairs of removed objects are not reported at all (the scene drops a
+//   removed shape's interactions itself, NPhaseCore::onVolumeRemoved). So
+//   the adapter keeps the set of current pairs, as the scene keeps its
+//   interactions: a dense array with an open-addressing index from the
+//   handle pair to its slot, deleted pairs swapped out, created ones
+//   appended, and the pairs of removed handles dropped in one pass over the
+//   array in the frame that removes them.
 //
 // The frame's output is that set filtered by the exact boxes, then sorted,
 // as the Bullet and Jolt adapters do: the set, its upkeep, the filter and
