@@ -10,15 +10,6 @@ namespace {
 
 constexpr unsigned kRays = kRaysClosest | kRaysAny | kRaysAll;
 
-// A built peer's description names its version (`bpbench list` prints it,
-// where a table of results can pick it up): kept for the process's lifetime.
-const char* describe(const std::string& text) {
-  static std::array<std::string, 4> kept;
-  static size_t used = 0;
-  kept.at(used) = text;
-  return kept[used++].c_str();
-}
-
 std::array<BackendInfo, 16> makeTable() {
 #ifdef BPBENCH_HAVE_BULLET
   constexpr Factory dbvt = &makeBulletDbvt, sap = &makeBulletSap;
@@ -46,6 +37,21 @@ std::array<BackendInfo, 16> makeTable() {
   constexpr Factory physxAbp = nullptr, physxMbp = nullptr;
   const std::string physxName = "PhysX 5";
 #endif
+  // A built peer's description names its version (`bpbench list` prints it,
+  // where a table of results can pick it up). Static: the table is made once
+  // and points into them for the process's lifetime.
+  static const std::string joltText =
+      joltName +
+      " BroadPhaseQuadTree driven as PhysicsSystem drives it (two layers; pairs filtered to the "
+      "exact boxes), one thread";
+  static const std::string physxAbpText =
+      physxName +
+      " ABP (Bp::BroadPhase) driven as the scene's AABBManager drives it (statics in the static "
+      "group; pair set from created/deleted pairs, filtered to the exact boxes), one thread";
+  static const std::string physxMbpText =
+      physxName +
+      " MBP (Bp::BroadPhase), 8x8 regions over the world bounds, otherwise as physx-abp, one "
+      "thread";
   constexpr const char* physxMissing =
       "needs PhysX 5's physx/ folder: configure with -DBP_PHYSX_ROOT=<dir> or run "
       "scripts/peers.sh --physx <dir>";
@@ -67,26 +73,13 @@ std::array<BackendInfo, 16> makeTable() {
        "Embree 3 as `embree`, the batch as one coherent stream (rtcIntersect1M/rtcOccluded1M)",
        kRaysClosest | kRaysAny, embreeStream, "Embree 3 (find_package(embree 3)) not found", 0},
       // At most 2^23 bodies: the index bits of Jolt's BodyID.
-      {"jolt",
-       describe(joltName +
-                " BroadPhaseQuadTree driven as PhysicsSystem drives it (two layers; pairs "
-                "filtered to the exact boxes), one thread"),
-       kPairs | kChurn, jolt,
+      {"jolt", joltText.c_str(), kPairs | kChurn, jolt,
        "needs a Jolt Physics checkout: configure with -DBP_JOLT_ROOT=<dir> or run "
        "scripts/peers.sh --jolt <dir>",
        1u << 23},
       // At most 2^28 boxes: PhysX's filter groups are the handle shifted by 3.
-      {"physx-abp",
-       describe(physxName +
-                " ABP (Bp::BroadPhase) driven as the scene's AABBManager drives it (statics in "
-                "the static group; pair set from created/deleted pairs, filtered to the exact "
-                "boxes), one thread"),
-       kPairs | kChurn, physxAbp, physxMissing, 1u << 28},
-      {"physx-mbp",
-       describe(physxName +
-                " MBP (Bp::BroadPhase), 8x8 regions over the world bounds, otherwise as "
-                "physx-abp, one thread"),
-       kPairs | kChurn, physxMbp, physxMissing, 1u << 28},
+      {"physx-abp", physxAbpText.c_str(), kPairs | kChurn, physxAbp, physxMissing, 1u << 28},
+      {"physx-mbp", physxMbpText.c_str(), kPairs | kChurn, physxMbp, physxMissing, 1u << 28},
       {"bvh", "bp::Bvh (broadphase/src/bvh/bvh.h)", kPairs | kRays | kChurn | kThreaded | kNearest,
        &makeBvh, "", 0},
       {"sweep", "bp::SweepGrid (broadphase/src/sweep/sweep_grid.h)",
