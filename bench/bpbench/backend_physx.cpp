@@ -67,6 +67,8 @@
 #include "BpFiltering.h"
 #include "PxcScratchAllocator.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -79,30 +81,27 @@ namespace {
 
 namespace px = physx;
 
-// 16-byte aligned blocks, as PhysX requires of its allocator, each after a
-// 16-byte header that holds its size: the bytes PhysX holds are the
-// structure's memory in bpbench's tables (one PhysX backend a process, as
-// bpbench runs each backend in a child of its own).
+// 16-byte aligned blocks, as PhysX requires of its allocator, from
+// memalign as PxDefaultAllocator takes them on Linux (so PhysX's arrays lie
+// where they would in a PhysX program). The blocks' usable sizes are summed:
+// the bytes PhysX holds are the structure's memory in bpbench's tables (one
+// PhysX backend a process, as bpbench runs each backend in a child of its
+// own).
 class Allocator final : public px::PxAllocatorCallback {
  public:
   void* allocate(size_t size, const char*, const char*, int) override {
-    auto* block = static_cast<unsigned char*>(
-        std::aligned_alloc(kHeader, kHeader + ((size + kHeader - 1) & ~(kHeader - 1))));
-    if (!block) return nullptr;
-    *reinterpret_cast<size_t*>(block) = size;
-    live_.fetch_add(size, std::memory_order_relaxed);
-    return block + kHeader;
+    void* p = ::memalign(16, size);
+    if (p) live_.fetch_add(::malloc_usable_size(p), std::memory_order_relaxed);
+    return p;
   }
   void deallocate(void* ptr) override {
     if (!ptr) return;
-    unsigned char* block = static_cast<unsigned char*>(ptr) - kHeader;
-    live_.fetch_sub(*reinterpret_cast<size_t*>(block), std::memory_order_relaxed);
-    std::free(block);
+    live_.fetch_sub(::malloc_usable_size(ptr), std::memory_order_relaxed);
+    std::free(ptr);
   }
   size_t live() const { return live_.load(std::memory_order_relaxed); }
 
  private:
-  static constexpr size_t kHeader = 16;
   std::atomic<size_t> live_{0};
 };
 
