@@ -9,10 +9,10 @@
 # --jolt: a Jolt Physics checkout (its Build/ and Jolt/ folders); --physx:
 # PhysX 5's physx/ folder (the one with include/ and source/). Either or
 # both. Configures a Release build of this repository in --build-dir
-# (default build/peers) with -DBP_JOLT_ROOT and -DBP_PHYSX_ROOT set, builds
-# bpbench (the peers' libraries with it), then prints `bpbench list`. --jobs
-# is passed to the build (default: the build tool's own). Extra CMake
-# options can be given after `--`.
+# (default build/peers) with BP_JOLT_ROOT and BP_PHYSX_ROOT set to the ones
+# given, builds bpbench (the peers' libraries with it), then prints `bpbench
+# list`. --jobs is passed to the build (default: the build tool's own). Extra
+# CMake options can be given after `--`.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
