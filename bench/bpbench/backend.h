@@ -160,6 +160,12 @@ std::unique_ptr<Backend> makeEmbreePacket8();
 std::unique_ptr<Backend> makeEmbreePacket16();
 std::unique_ptr<Backend> makeEmbreeStream();
 std::unique_ptr<Backend> makeJolt();
+std::unique_ptr<Backend> makePhysxAbp();
+std::unique_ptr<Backend> makePhysxMbp();
+// The peers' versions ("5.6.1"), from their own version macros, for the
+// descriptions `bpbench list` prints; defined in the adapters.
+std::string joltVersion();
+std::string physxVersion();
 std::unique_ptr<Backend> makeBvh();
 std::unique_ptr<Backend> makeSweep();
 std::unique_ptr<Backend> makeAuto();

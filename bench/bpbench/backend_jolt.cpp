@@ -48,6 +48,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace bpbench {
 namespace {
@@ -283,6 +284,14 @@ class JoltBackend final : public Backend {
 };
 
 }  // namespace
+
+#define BPBENCH_STR2(x) #x
+#define BPBENCH_STR(x) BPBENCH_STR2(x)
+
+std::string joltVersion() {
+  return BPBENCH_STR(JPH_VERSION_MAJOR) "." BPBENCH_STR(JPH_VERSION_MINOR) "." BPBENCH_STR(
+      JPH_VERSION_PATCH);
+}
 
 std::unique_ptr<Backend> makeJolt() { return std::make_unique<JoltBackend>(); }
 

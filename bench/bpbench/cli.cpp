@@ -420,13 +420,15 @@ Options parseArgs(int argc, char** argv) {
   else
     pickDefaultBackends(o);
 
-  // Scene-size limits of each backend (the oracle is O(N^2)).
+  // Scene-size limits of each backend (the oracle is O(N^2); peers' handles
+  // have so many bits).
   for (const BackendInfo* b : o.backends) {
     for (uint32_t n : o.ns) {
       if (b->maxN && n > b->maxN)
-        throw UsageError("--n: backend '" + std::string(b->name) +
-                         "' refuses N = " + std::to_string(n) + " (limit " +
-                         std::to_string(b->maxN) + ": it tests every pair, O(N^2))");
+        throw UsageError("--n: backend '" + std::string(b->name) + "' refuses N = " +
+                         std::to_string(n) + " (limit " + std::to_string(b->maxN) +
+                         (std::string(b->name) == "brute" ? ": it tests every pair, O(N^2))"
+                                                          : ": the library's handle bits)"));
       if (o.command == "rays" && std::string(b->name) == "brute" &&
           double(n) * double(o.rays) > 2e10)
         throw UsageError("--rays: backend 'brute' refuses N x rays = " + std::to_string(n) + " x " +
