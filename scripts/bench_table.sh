@@ -237,6 +237,20 @@ declare -p invocation load_start load_end waited wait_quiet cpu commit code_comm
 fi  # measuring
 
 # --- The tables (markdown) ---------------------------------------------------
+# Awk functions the tables share: a figure to three significant digits, N
+# as a power of ten, and a header whose last columns are ours (-v ours) at
+# each thread count (-v tl), after the columns in h and sep (nt, no, T and
+# O are left set for the rows).
+awk_common='
+  function fmt(v) { return v >= 100 ? sprintf("%.0f", v) : v >= 10 ? sprintf("%.1f", v) : sprintf("%.2f", v) }
+  function nname(n) { return n == 100000 ? "10^5" : n == 1000000 ? "10^6" : n }
+  function printHeader(h, sep,   o, t) {
+    nt = split(tl, T, ","); no = split(ours, O, ",")
+    for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t) {
+      h = h " | " O[o] ", " T[t] (T[t] == 1 ? " thread" : " threads"); sep = sep "|---:"
+    }
+    print h " |"; print sep "|"
+  }'
 {
 echo "Machine: ${cpu:-unknown CPU} ($threads_hw); tree at $commit, library and bpbench as of $code_commit."
 echo "Command: \`$invocation\` (the bpbench invocations are in commands.txt)."
@@ -258,7 +272,7 @@ fi
 [[ -z "$slow_peers" ]] || echo "$slow_peers ran in invocations of their own with $reference (N <= 10^5, one thread); their ratio is against that invocation's $reference."
 echo
 # Summary: one row per scene and N.
-awk -F, -v ref="$reference" -v peers="${peers:-}" -v ours="$ours" -v slow="$slow_peers" -v tl="$threads_list" '
+awk -F, -v ref="$reference" -v peers="${peers:-}" -v ours="$ours" -v slow="$slow_peers" -v tl="$threads_list" "$awk_common"'
   NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
   {
     key = $c["scene"] SUBSEP $c["n"]
@@ -272,7 +286,6 @@ awk -F, -v ref="$reference" -v peers="${peers:-}" -v ours="$ours" -v slow="$slow
     if (b != ref && (b == slow || index("," slow ",", "," b ",")))
       slowRun[key, b] = run
   }
-  function fmt(v) { return v >= 100 ? sprintf("%.0f", v) : v >= 10 ? sprintf("%.1f", v) : sprintf("%.2f", v) }
   function times(r) { return sprintf(" (%sx)", r >= 10 ? sprintf("%.0f", r) : sprintf("%.2f", r)) }
   # Ours against the best peer of the run, else against the reference; the
   # slow peers (own runs with the reference) against the reference.
@@ -284,16 +297,12 @@ awk -F, -v ref="$reference" -v peers="${peers:-}" -v ours="$ours" -v slow="$slow
     return fmt(m)
   }
   function bestCell(run) { return (run != "" && (run in best)) ? fmt(best[run]) " " bestName[run] : "-" }
-  function nname(n) { return n == 100000 ? "10^5" : n == 1000000 ? "10^6" : n }
   END {
-    nt = split(tl, T, ","); no = split(ours, O, ","); ns = split(slow, S, ",")
+    ns = split(slow, S, ",")
     h = "| scene | N | " ref " ms"; sep = "|---|---|---:"
     if (peers != "") { h = h " | best peer ms"; sep = sep "|---:" }
     for (s = 1; s <= ns; ++s) { h = h " | " S[s] " ms"; sep = sep "|---:" }
-    for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t) {
-      h = h " | " O[o] ", " T[t] (T[t] == 1 ? " thread" : " threads"); sep = sep "|---:"
-    }
-    print h " |"; print sep "|"
+    printHeader(h, sep)
     for (k = 1; k <= rows; ++k) {
       split(order[k], p, SUBSEP)
       first = runOf[order[k], O[1], T[1]]
@@ -335,7 +344,7 @@ if [[ -s "$rays_csv" ]]; then
   echo "rays per second, all threads together (the median of the casts). Best Embree: the highest rate of"
   echo "${embree_apis:-embree} in the invocation; in brackets each of ours over it."
   echo
-  awk -F, -v ours="$ours" -v tl="$threads_list" -v apis="${embree_apis:-embree}" '
+  awk -F, -v ours="$ours" -v tl="$threads_list" -v apis="${embree_apis:-embree}" "$awk_common"'
     NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
     {
       w = ("workload" in c) ? $c["workload"] : "random"  # older CSVs: random rays only
@@ -348,20 +357,13 @@ if [[ -s "$rays_csv" ]]; then
         best[run] = v; bestName[run] = b
       }
     }
-    function fmt(v) { return v >= 100 ? sprintf("%.0f", v) : v >= 10 ? sprintf("%.1f", v) : sprintf("%.2f", v) }
     function cell(run, b,   v) {
       if (run == "" || !((run, b) in rate)) return "-"
       v = rate[run, b]
       return (run in best) ? fmt(v) sprintf(" (%.2fx)", v / best[run]) : fmt(v)
     }
-    function nname(n) { return n == 100000 ? "10^5" : n == 1000000 ? "10^6" : n }
     END {
-      nt = split(tl, T, ","); no = split(ours, O, ",")
-      h = "| workload | query | boxes | best Embree Mrays/s"; sep = "|---|---|---|---:"
-      for (o = 1; o <= no; ++o) for (t = 1; t <= nt; ++t) {
-        h = h " | " O[o] ", " T[t] (T[t] == 1 ? " thread" : " threads"); sep = sep "|---:"
-      }
-      print h " |"; print sep "|"
+      printHeader("| workload | query | boxes | best Embree Mrays/s", "|---|---|---|---:")
       for (k = 1; k <= rows; ++k) {
         split(order[k], p, SUBSEP)
         first = runOf[order[k], O[1], T[1]]
