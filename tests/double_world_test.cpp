@@ -651,8 +651,9 @@ TEST(DoubleWorld, LongBatchesOnTwoThreadsAsOnOne) {
       });
       ASSERT_TRUE(found) << where << " proxy " << i;
     }
-    if (frame == 0)
+    if (frame == 0) {
       ASSERT_TRUE(test::samePairs(brute::findPairs(boxes, scene.isStatic), pairsOf(b.pairs)));
+    }
   }
   EXPECT_EQ(two.validate(), "");
   checkQueries(two, boxes, shift, n, "two threads");
