@@ -27,9 +27,6 @@ namespace bp {
 
 namespace {
 
-// dropInexactPairs(): below this many pairs a chunk, one thread.
-constexpr uint32_t kPairChunk = 16384;
-
 bool knownMotion(MotionType m) {
   return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;
 }
@@ -191,9 +188,7 @@ void BroadPhase::Impl::dropInexactPairs() {
   std::vector<Pair>& pairs = structure_->pairs;
   const uint32_t n = static_cast<uint32_t>(pairs.size());
   BP_ASSERT(structure_->remapped == 0);
-  const uint32_t threads = uint32_t(scheduler_->threadCount());
-  const EvenChunks split =
-      threads > 1 && n > kPairChunk ? evenChunks(n, kPairChunk, 1, threads) : EvenChunks{1, n};
+  const EvenChunks split = pairChunks(n);
   // Almost every pair stands: each chunk marks the rare rejected one in
   // place (a == b, which no pair has) and counts, and only a frame with a
   // rejection compacts. The second box of a pair is a scattered read: the
@@ -345,11 +340,12 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   // the double box itself (the rounding could hide a slight inversion).
   // Whether each chunk's indices strictly increase (from the chunk before):
   // then no proxy repeats and the chunks write their DAabbs side by side.
+  // recordBatch() below takes the same chunks' order from chunkAscending_.
   const bool parallel = split.count > 1;
-  std::vector<uint8_t> ascending(parallel ? split.count : 0);
+  if (parallel) chunkAscending_.assign(split.count, 0);
   forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
     roundOutward(boxes.subspan(begin, end - begin), w.origin, &w.frameBoxes[begin]);
-    if (parallel) ascending[c] = indicesAscending(ids, begin, end);
+    if (parallel) chunkAscending_[c] = indicesAscending(ids, begin, end);
     unsigned good = 1;
     for (uint32_t k = begin; k < end; ++k) {
       const ProxyId id = ids[k];
@@ -366,7 +362,8 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   }
   // The double boxes as given, in batch order (a repeated proxy keeps its
   // last), then their float boxes recorded as a float batch is.
-  if (parallel && std::all_of(ascending.begin(), ascending.end(), [](uint8_t a) { return a; })) {
+  if (parallel &&
+      std::all_of(chunkAscending_.begin(), chunkAscending_.end(), [](uint8_t a) { return a; })) {
     forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
       for (uint32_t k = begin; k < end; ++k) w.pending[ids[k].index] = boxes[k];
     });

@@ -120,6 +120,8 @@ struct BroadPhase::Impl {
   void recordMove(uint32_t index, const Aabb& box);
   void recordBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes, bool ofDoubles);
   EvenChunks moveChunks(uint32_t n) const;
+  // How a list of n pairs is cut into tasks (one chunk below kPairGrain).
+  EvenChunks pairChunks(uint32_t n) const;
   // Records entries [begin, end) of a checked batch (see the definition).
   uint32_t recordMoves(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                        uint32_t end, uint32_t* out);
@@ -127,8 +129,9 @@ struct BroadPhase::Impl {
   // A frame's first batch (see the definition): recorded, rejected (a bad
   // entry: nothing changed, the culprit is to be reported) or not taken.
   enum class FirstBatch : uint8_t { recorded, rejected, notTaken };
-  // `checked`: the caller checked every entry already (a double batch's
-  // float boxes), so they are recorded without a check.
+  // `checked`: the caller checked every entry already and found each chunk's
+  // order in chunkAscending_ (a double batch's float boxes, by move()), so
+  // they are recorded without a check.
   FirstBatch recordFirstBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
                               EvenChunks split, bool checked);
   uint32_t checkAndRecord(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,

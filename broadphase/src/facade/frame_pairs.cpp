@@ -99,6 +99,11 @@ bool BroadPhase::Impl::accepts(uint32_t a, uint32_t b) const {
   return !dworld_ || dworld_->count == 0 || exactOverlap(a, b);
 }
 
+EvenChunks BroadPhase::Impl::pairChunks(uint32_t n) const {
+  const uint32_t threads = uint32_t(scheduler_->threadCount());
+  return threads > 1 && n > kPairGrain ? evenChunks(n, kPairGrain, 1, threads) : EvenChunks{1, n};
+}
+
 bool BroadPhase::Impl::onlyDoubleSpecial() const { return dworld_ && special_ == dworld_->count; }
 
 // The structure's pairs into structure_->pairs. With maxPairs, under a
@@ -137,9 +142,7 @@ void BroadPhase::Impl::collectPairs(std::vector<ProxyPair>& out) {
   resizeWithHeadroom(out, n);
   const bool filtered = special_ != 0;
   const bool identity = main.remapped == 0;
-  const uint32_t threads = uint32_t(scheduler_->threadCount());
-  const EvenChunks split =
-      threads > 1 && n > kPairGrain ? evenChunks(n, kPairGrain, 1, threads) : EvenChunks{1, n};
+  const EvenChunks split = pairChunks(n);
   forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
     if (identity && !filtered) {
       // Slot == proxy index: no dependent load between a pair and its user

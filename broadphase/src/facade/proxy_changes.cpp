@@ -253,14 +253,15 @@ void BroadPhase::Impl::recordBatch(std::span<const ProxyId> ids, std::span<const
   const EvenChunks split = moveChunks(n);
   const bool parallel = split.count > 1;
   // The usual frame's one batch: see recordFirstBatch(). One it does not
-  // take has had its chunks' order found (chunkAscending_) already.
-  bool orderKnown = false;
+  // take has had its chunks' order found (chunkAscending_) already, as has
+  // a double batch, by the move() that checked it.
+  bool orderKnown = ofDoubles && parallel;
   const bool doublesToReject = !ofDoubles && dworld_ && dworld_->count != 0;
   if (pendingMoves_.empty() && pendingAdds_.empty() && !doublesToReject) {
     const FirstBatch taken = recordFirstBatch(ids, boxes, split, ofDoubles);
     if (taken == FirstBatch::rejected) reportMoveCulprit(ids, boxes);
     if (taken != FirstBatch::notTaken) return;
-    orderKnown = split.count > 1;
+    orderKnown = parallel;
   }
   markPendingMoves();
   // Validate everything first (nothing changes if any entry is bad; the
@@ -343,10 +344,12 @@ BroadPhase::Impl::FirstBatch BroadPhase::Impl::recordFirstBatch(std::span<const 
                                                                 EvenChunks split, bool checked) {
   const uint32_t n = static_cast<uint32_t>(ids.size());
   if (split.count > 1) {
-    chunkAscending_.assign(split.count, 0);
-    forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
-      chunkAscending_[c] = indicesAscending(ids, begin, end);
-    });
+    if (!checked) {
+      chunkAscending_.assign(split.count, 0);
+      forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
+        chunkAscending_[c] = indicesAscending(ids, begin, end);
+      });
+    }
     if (!std::all_of(chunkAscending_.begin(), chunkAscending_.end(),
                      [](uint8_t a) { return a != 0; }))
       return FirstBatch::notTaken;
