@@ -84,6 +84,39 @@ TEST(ErrorHandler, ReceivesTheCodeTheMessageAndTheContext) {
   EXPECT_EQ(seen.message.rfind("move: ", 0), 0u) << seen.message;  // no "broadphase:" prefix
 }
 
+// A batch from one origin checks its rays as its packets take them, on
+// every worker: the error still names its first invalid ray, and every
+// slot of the result is a miss, as when a batch is checked before it is cast.
+TEST(ErrorHandler, ABatchFromOneOriginNamesItsFirstInvalidRay) {
+  std::string message;
+  setErrorHandler(
+      [](ErrorCode code, const char* text, void* context) {
+        EXPECT_EQ(code, ErrorCode::invalidRay);
+        *static_cast<std::string*>(context) = text;
+      },
+      &message);
+  BroadPhase bp({.threads = 2});
+  for (int i = 0; i < 200; ++i) {
+    const Vec3 c(float(i % 10), float(i / 10 % 10), float(i / 100));
+    bp.add({.box = Aabb{c, c + Vec3(0.5f, 0.5f, 0.5f)}});
+  }
+  bp.update();
+  std::vector<Ray> rays;
+  for (int i = 0; i < 5000; ++i)
+    rays.push_back(makeRay(Vec3(-1, -1, -1), Vec3(1, 1 + 0.001f * float(i % 100), 1), 30));
+  rays[4321].maxT = -1.0f;
+  rays[517].direction = Vec3::Zero();
+  std::vector<RayHit> hits(rays.size(), RayHit{3, 1.0f});
+  bp.castRays(rays, hits);
+  setErrorHandler(nullptr);
+  EXPECT_EQ(message.rfind("castRays: ray 517: ", 0), 0u) << message;
+  EXPECT_EQ(hits, std::vector<RayHit>(rays.size(), RayHit{}));
+  rays[517] = rays[516];
+  rays[4321] = rays[4320];
+  bp.castRays(rays, hits);  // the same batch, valid: hits again
+  EXPECT_TRUE(hits[4321].hit());
+}
+
 // --- BroadPhase ---------------------------------------------------------------
 
 // A world of statics and movers, updated once, then one valid move pending:

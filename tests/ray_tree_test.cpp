@@ -197,6 +197,72 @@ TEST(RayTree, PacketsFromOneOriginMatchBruteForce) {
   }
 }
 
+// Packets from one origin in a narrow cone take the frustum walk
+// (RayPacketWalk::coherent()): directions jittered around a base one, some
+// bases along an axis or a plane (zero components, signed zeros: infinite
+// inverses) or with a tiny component (a wide interval of inverses),
+// origins on the boxes' integer planes. Each ray's closest hit is its own,
+// with the distance's bits; an any-hit query's leaf is among its hits.
+TEST(RayTree, CoherentPacketsWalkTheFrustumAndMatchBruteForce) {
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), pos(-2.0f, 42.0f), len(0.5f, 60.0f);
+  for (uint32_t count : {1u, 40u, 3000u}) {
+    const std::vector<Aabb> boxes = awkwardBoxes(rng, count);
+    RayTree tree;
+    tree.build(nullptr, boxes, iota(count, 3), iota(count));
+    for (int trial = 0; trial < 300; ++trial) {
+      Vec3 base(unit(rng), unit(rng), unit(rng));
+      switch (trial % 4) {
+        case 0: base[trial / 4 % 3] = (trial & 8) ? -0.0f : 0.0f; break;
+        case 1:
+          base = Vec3::Zero();
+          base[trial / 4 % 3] = (trial & 8) ? -1.0f : 1.0f;
+          base[(trial / 4 + 1) % 3] = (trial & 16) ? -0.0f : 0.0f;
+          break;
+        case 2: base[trial / 4 % 3] = 1e-4f * unit(rng); break;
+        default: break;
+      }
+      if (base.cwiseAbs().maxCoeff() < 0.1f) base[0] = 1.0f;
+      Vec3 origin(pos(rng), pos(rng), pos(rng));
+      if (trial % 3 == 0) origin = origin.array().round().matrix();
+      const int size = 1 + int(rng() % kRayPacket);
+      std::vector<Ray> rays;
+      for (int r = 0; r < size; ++r) {
+        Vec3 d = base;
+        for (int a = 0; a < 3; ++a) d[a] *= 1.0f + 0.04f * unit(rng);  // keeps each sign
+        rays.push_back(makeRay(origin, d, len(rng)));
+      }
+      RayPacketWalk walk(tree, rays.data(), size);
+      ASSERT_TRUE(walk.coherent()) << trial;
+      RayHit best[kRayPacket], any[kRayPacket];
+      float reach[kRayPacket];
+      for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
+      walk.walk(reach, [&](int r, uint32_t id, float t) {
+        const RayHit h{id, t};
+        if (!best[r].hit() || hitBefore(h, best[r])) {
+          best[r] = h;
+          reach[r] = t;
+        }
+        return true;
+      });
+      for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
+      RayPacketWalk(tree, rays.data(), size).walk(reach, [&](int r, uint32_t id, float t) {
+        EXPECT_FALSE(any[r].hit()) << "ray " << r << " went on after it finished";
+        any[r] = {id, t};
+        return false;
+      });
+      for (int r = 0; r < size; ++r) {
+        ASSERT_EQ(best[r], brute::castRayClosest(boxes, rays[r])) << count << " ray " << r;
+        const std::vector<RayHit> all = brute::castRayAll(boxes, rays[r]);
+        ASSERT_EQ(any[r].hit(), !all.empty()) << count << " ray " << r;
+        if (any[r].hit()) {
+          ASSERT_TRUE(std::find(all.begin(), all.end(), any[r]) != all.end());
+        }
+      }
+    }
+  }
+}
+
 // Points among the awkward boxes: on their integer planes and corners (ties
 // at distance 0 and between the grid's equal boxes), and random.
 std::vector<Vec3> awkwardPoints(std::mt19937& rng, uint32_t count) {
