@@ -16,6 +16,7 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -105,13 +106,31 @@ TEST(ErrorHandler, ABatchFromOneOriginNamesItsFirstInvalidRay) {
   for (int i = 0; i < 5000; ++i)
     rays.push_back(makeRay(Vec3(-1, -1, -1), Vec3(1, 1 + 0.001f * float(i % 100), 1), 30));
   rays[4321].maxT = -1.0f;
-  rays[517].direction = Vec3::Zero();
-  std::vector<RayHit> hits(rays.size(), RayHit{3, 1.0f});
-  bp.castRays(rays, hits);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // Every way isValidRay() rejects a ray, one at a time at ray 517.
+  const std::function<void(Ray&)> spoil[] = {
+      [](Ray& r) { r.direction = Vec3::Zero(); },
+      [&](Ray& r) { r.direction.y() = nan; },
+      [&](Ray& r) { r.direction.z() = -inf; },
+      [&](Ray& r) { r.origin.x() = nan; },
+      [&](Ray& r) { r.origin.z() = inf; },
+      [](Ray& r) { r.origin.y() = 2 * kMaxCoordinate; },
+      [](Ray& r) { r.maxT = 0.0f; },
+      [&](Ray& r) { r.maxT = nan; },
+      [&](Ray& r) { r.maxT = inf; },
+  };
+  std::vector<RayHit> hits(rays.size());
+  for (const auto& spoilRay : spoil) {
+    message.clear();
+    std::fill(hits.begin(), hits.end(), RayHit{3, 1.0f});
+    std::vector<Ray> bad = rays;
+    spoilRay(bad[517]);
+    bp.castRays(bad, hits);
+    EXPECT_EQ(message.rfind("castRays: ray 517: ", 0), 0u) << message;
+    EXPECT_EQ(hits, std::vector<RayHit>(rays.size(), RayHit{}));
+  }
   setErrorHandler(nullptr);
-  EXPECT_EQ(message.rfind("castRays: ray 517: ", 0), 0u) << message;
-  EXPECT_EQ(hits, std::vector<RayHit>(rays.size(), RayHit{}));
-  rays[517] = rays[516];
   rays[4321] = rays[4320];
   bp.castRays(rays, hits);  // the same batch, valid: hits again
   EXPECT_TRUE(hits[4321].hit());

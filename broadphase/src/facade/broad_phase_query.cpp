@@ -16,9 +16,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <limits>
 #include <string>
 #include <type_traits>
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 namespace bp {
 
@@ -58,6 +63,44 @@ bool isValidRayBits(const Ray& r) {
     nonZero |= r.direction[a] != 0.0f;
   }
   return ok & nonZero;
+}
+
+// Whether rays[begin, end) all pass isValidRay(); `shared` is cleared
+// when one's origin differs from the first's. With AVX a ray is one load of
+// its first eight floats (origin, direction, length, and one it ignores).
+bool checkPacket(std::span<const Ray> rays, size_t begin, size_t end, bool& shared) {
+  static_assert(offsetof(Ray, origin) == 0 && offsetof(Ray, direction) == 12 &&
+                offsetof(Ray, maxT) == 24 && sizeof(Ray) >= 32);
+#if defined(__AVX__)
+  constexpr float kLargest = std::numeric_limits<float>::max();
+  const __m256 limit = _mm256_setr_ps(kMaxCoordinate, kMaxCoordinate, kMaxCoordinate, kLargest,
+                                      kLargest, kLargest, kLargest, 0.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 first = _mm256_loadu_ps(reinterpret_cast<const float*>(&rays[begin]));
+  int valid = 0x7F, same = 0x7;
+  for (size_t k = begin; k < end; ++k) {
+    const __m256 v = _mm256_loadu_ps(reinterpret_cast<const float*>(&rays[k]));
+    // |x| <= limit: false for NaN; the length also > 0; some direction
+    // component not 0 (each ray).
+    const int within =
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v), limit, _CMP_LE_OQ));
+    const int positive =
+        _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ)) | ~0x40;
+    const int zero = _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ));
+    valid &= within & positive & ((zero & 0x38) == 0x38 ? 0 : 0x7F);
+    same &= _mm256_movemask_ps(_mm256_cmp_ps(v, first, _CMP_EQ_OQ));
+  }
+  shared = (same & 0x7) == 0x7;
+  return valid == 0x7F;
+#else
+  bool valid = true;
+  shared = true;
+  for (size_t k = begin; k < end; ++k) {
+    valid &= isValidRayBits(rays[k]);
+    shared &= rays[k].origin == rays[begin].origin;
+  }
+  return valid;
+#endif
 }
 
 std::string firstInvalidRay(std::span<const Ray> rays, const char* what) {
@@ -404,12 +447,8 @@ void BroadPhase::Impl::castRays(std::span<const Ray> rays, std::span<RayHit> out
     for (uint32_t j = firstPacket; j < endPacket; ++j) {
       const uint32_t begin = j * kRayPacket;
       const uint32_t end = std::min<uint32_t>(begin + kRayPacket, count);
-      bool valid = true, shared = true;
-      for (uint32_t k = begin; k < end; ++k) {
-        valid &= isValidRayBits(rays[k]);
-        shared &= rays[k].origin == rays[begin].origin;
-      }
-      if (!valid) {
+      bool shared;
+      if (!checkPacket(rays, begin, end, shared)) {
         invalid.store(true, std::memory_order_relaxed);
         continue;
       }

@@ -151,7 +151,7 @@ class RayPacketWalk {
     alignas(32) float lanesReach[kRayPacket];
     for (int r = 0; r < kRayPacket; ++r) lanesReach[r] = r < count_ ? reach[r] : -1.0f;
     unsigned active = unsigned((1ull << count_) - 1);
-    float limit = largest(lanesReach, active);
+    float limit = largest(lanesReach);
     int size = 0;
     uint32_t n = 0;
     for (;;) {
@@ -178,7 +178,7 @@ class RayPacketWalk {
       }
       if (shrunk) {
         if (active == 0) return;
-        limit = largest(lanesReach, active);
+        limit = largest(lanesReach);
       }
       if (inner != 0) {
         int next = __builtin_ctz(inner);
@@ -206,10 +206,15 @@ class RayPacketWalk {
     }
   }
 
-  static float largest(const float* lanesReach, unsigned active) {
-    float m = -1.0f;
-    for (unsigned a = active; a != 0; a &= a - 1) m = std::max(m, lanesReach[__builtin_ctz(a)]);
-    return m;
+  // The largest reach of the packet's rays: a lane that holds no ray, or a
+  // ray that has finished, holds -1.
+  static float largest(const float* lanesReach) {
+    __m256 m = _mm256_load_ps(lanesReach);
+    for (int h = 1; h < kRayPacket / 8; ++h) m = _mm256_max_ps(m, _mm256_load_ps(lanesReach + 8 * h));
+    __m128 q = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_max_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
   }
 
   // The interval slab test of a node's sixteen slots for the whole packet:
