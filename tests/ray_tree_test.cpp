@@ -251,12 +251,32 @@ TEST(RayTree, CoherentPacketsWalkTheFrustumAndMatchBruteForce) {
         any[r] = {id, t};
         return false;
       });
+      // cast(): the same answers with every leaf accepted, and among the
+      // accepted ones with a filter.
+      const auto everyLeaf = [](uint32_t) { return true; };
+      const auto someLeaves = [](uint32_t id) { return id % 3 != 1; };
+      RayHit cast[4][kRayPacket];
+      walk.cast(rays.data(), false, everyLeaf, cast[0]);
+      walk.cast(rays.data(), true, everyLeaf, cast[1]);
+      walk.cast(rays.data(), false, someLeaves, cast[2]);
+      walk.cast(rays.data(), true, someLeaves, cast[3]);
       for (int r = 0; r < size; ++r) {
         ASSERT_EQ(best[r], brute::castRayClosest(boxes, rays[r])) << count << " ray " << r;
+        ASSERT_EQ(cast[0][r], best[r]) << count << " ray " << r;
         const std::vector<RayHit> all = brute::castRayAll(boxes, rays[r]);
-        ASSERT_EQ(any[r].hit(), !all.empty()) << count << " ray " << r;
-        if (any[r].hit()) {
-          ASSERT_TRUE(std::find(all.begin(), all.end(), any[r]) != all.end());
+        std::vector<RayHit> some;
+        for (const RayHit& h : all)
+          if (someLeaves(h.proxy)) some.push_back(h);
+        ASSERT_EQ(cast[2][r], some.empty() ? RayHit{} : some[0]) << count << " ray " << r;
+        for (const auto& [hit, among] :
+             {std::pair{any[r], &all}, std::pair{cast[1][r], &all},
+              std::pair{cast[3][r], static_cast<const std::vector<RayHit>*>(&some)}}) {
+          ASSERT_EQ(hit.hit(), !among->empty()) << count << " ray " << r;
+          if (hit.hit()) {
+            ASSERT_TRUE(std::find(among->begin(), among->end(), hit) != among->end());
+          } else {
+            ASSERT_EQ(hit, RayHit{});
+          }
         }
       }
     }

@@ -256,25 +256,10 @@ bool sharesOrigins(std::span<const Ray> rays) {
 template <class Rules>
 void castPacket(const RayTree& tree, const Ray* rays, int count, RayQuery kind,
                 const Filter& filter, const std::vector<Rules>* filters, RayHit* best) {
-  float reach[kRayPacket];
-  for (int r = 0; r < count; ++r) {
-    reach[r] = rays[r].maxT;
-    best[r] = RayHit{};
-  }
-  const bool any = kind == RayQuery::any;
-  RayPacketWalk(tree, rays, count).walk(reach, [&](int r, uint32_t p, float t) {
-    if (!reportable(p, filter, filters)) return true;
-    const RayHit h{p, t};
-    if (any) {
-      best[r] = h;
-      return false;
-    }
-    if (!best[r].hit() || hitBefore(h, best[r])) {
-      best[r] = h;
-      reach[r] = t;
-    }
-    return true;
-  });
+  RayPacketWalk(tree, rays, count)
+      .cast(
+          rays, kind == RayQuery::any, [&](uint32_t p) { return reportable(p, filter, filters); },
+          best);
 }
 
 // Every proxy the ray enters up to its reach, to `callback(proxy, t)` as the

@@ -30,11 +30,13 @@
 // of one a ray (docs/decisions/rays.md).
 #pragma once
 
+#include <broadphase/ray_hit.h>
 #include "raytree/ray_tree_walk.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace bp {
 
@@ -66,6 +68,35 @@ class RayPacketWalk {
 #if defined(__AVX__)
     if (coherent_) return walkFrustum(reach, onLeaf);
 #endif
+    walkRayByRay(reach, onLeaf);
+  }
+
+  // The closest hit (any: some hit) of each ray among the leaves whose id
+  // accept(id) passes, to hits[r] (RayHit{} for none): the answer of ray
+  // r's own walk. Coherent packets update their rays in lanes.
+  template <class Accept>
+  void cast(const Ray* rays, bool any, Accept&& accept, RayHit* hits) {
+#if defined(__AVX__)
+    if (coherent_) return castFrustum(rays, any, accept, hits);
+#endif
+    float reach[kRayPacket];
+    for (int r = 0; r < count_; ++r) {
+      reach[r] = rays[r].maxT;
+      hits[r] = RayHit{};
+    }
+    auto onLeaf = [&](int r, uint32_t id, float t) {
+      if (!accept(id)) return true;
+      const RayHit h{id, t};
+      if (any) {
+        hits[r] = h;
+        return false;
+      }
+      if (!hits[r].hit() || hitBefore(h, hits[r])) {
+        hits[r] = h;
+        reach[r] = t;
+      }
+      return true;
+    };
     walkRayByRay(reach, onLeaf);
   }
 
@@ -144,13 +175,33 @@ class RayPacketWalk {
   // The frustum walk (see the top of the file). Stack entries carry the
   // frustum's entry distance: one popped once every active ray's reach has
   // shrunk below it is skipped.
+  // The frustum walk with each ray's leaves to onLeaf (walk()'s contract).
   template <class OnLeaf>
   void walkFrustum(float* reach, OnLeaf& onLeaf) {
-    uint32_t stackNode[RayTreeWalk::kStack];
-    float stackT[RayTreeWalk::kStack];
     alignas(32) float lanesReach[kRayPacket];
     for (int r = 0; r < kRayPacket; ++r) lanesReach[r] = r < count_ ? reach[r] : -1.0f;
-    unsigned active = unsigned((1ull << count_) - 1);
+    frustumLeaves(lanesReach, [&](const RayNode& node, int k) {
+      alignas(32) float rayT[kRayPacket];
+      bool shrunk = false;
+      for (unsigned rays = leafTest(node, k, lanesReach, rayT); rays != 0; rays &= rays - 1) {
+        const int r = __builtin_ctz(rays);
+        const bool more = onLeaf(r, node.id[k], rayT[r]);
+        if (!more || reach[r] != lanesReach[r]) {
+          lanesReach[r] = more ? reach[r] : -1.0f;
+          shrunk = true;
+        }
+      }
+      return shrunk;
+    });
+  }
+
+  // The frustum walk's traversal: onLeaf(node, k) for each leaf slot the
+  // frustum enters within the packet's largest reach, which returns true
+  // when it has lowered some ray's lanesReach (-1: the ray has finished).
+  template <class OnLeaf>
+  void frustumLeaves(float* lanesReach, OnLeaf&& onLeaf) {
+    uint32_t stackNode[RayTreeWalk::kStack];
+    float stackT[RayTreeWalk::kStack];
     float limit = largest(lanesReach);
     int size = 0;
     uint32_t n = 0;
@@ -161,24 +212,10 @@ class RayPacketWalk {
       unsigned leaves = hit & RayTreeWalk::leafLanes(node);
       const unsigned inner = hit & ~leaves;
       bool shrunk = false;
-      for (; leaves != 0; leaves &= leaves - 1) {
-        const int k = __builtin_ctz(leaves);
-        alignas(32) float rayT[kRayPacket];
-        for (unsigned rays = leafTest(node, k, lanesReach, rayT) & active; rays != 0;
-             rays &= rays - 1) {
-          const int r = __builtin_ctz(rays);
-          if (rayT[r] > reach[r]) continue;
-          const bool more = onLeaf(r, node.id[k], rayT[r]);
-          if (!more) active &= ~(1u << r);
-          if (!more || reach[r] != lanesReach[r]) {
-            lanesReach[r] = more ? reach[r] : -1.0f;
-            shrunk = true;
-          }
-        }
-      }
+      for (; leaves != 0; leaves &= leaves - 1) shrunk |= onLeaf(node, __builtin_ctz(leaves));
       if (shrunk) {
-        if (active == 0) return;
         limit = largest(lanesReach);
+        if (limit < 0.0f) return;  // every ray has finished
       }
       if (inner != 0) {
         int next = __builtin_ctz(inner);
@@ -206,11 +243,65 @@ class RayPacketWalk {
     }
   }
 
+  // The frustum walk for closest or any hit, a leaf's rays updated in
+  // lanes: its id is offered to accept() once for the packet, and each ray
+  // r it enters within lanesReach[r] takes it when it comes before its best
+  // under hitBefore (closest: the best's t is then the ray's reach) or when
+  // it has none (any: the ray then finishes).
+  template <class Accept>
+  void castFrustum(const Ray* rays, bool any, Accept& accept, RayHit* hits) {
+    alignas(32) float lanesReach[kRayPacket], bestT[kRayPacket];
+    alignas(32) int32_t bestId[kRayPacket];  // the proxy ^ kBias: unsigned order as signed
+    constexpr uint32_t kBias = 0x80000000u, kMiss = RayHit{}.proxy;
+    for (int r = 0; r < kRayPacket; ++r) {
+      lanesReach[r] = r < count_ ? rays[r].maxT : -1.0f;
+      bestT[r] = std::numeric_limits<float>::infinity();
+      bestId[r] = int32_t(kMiss ^ kBias);
+    }
+    frustumLeaves(lanesReach, [&](const RayNode& node, int k) {
+      const uint32_t id = node.id[k];
+      if (!accept(id)) return false;
+      const __m256i idLanes = _mm256_set1_epi32(int32_t(id ^ kBias));
+      float d[6];
+      for (int row = 0; row < 6; ++row) d[row] = node.box[row][k] - origin_[row % 3];
+      unsigned taken = 0;
+      for (int h = 0; h < kRayPacket / 8; ++h) {
+        __m256 t, reach = _mm256_load_ps(lanesReach + 8 * h);
+        const __m256 in = slabLanes(d, h, reach, t);
+        const __m256 oldT = _mm256_load_ps(bestT + 8 * h);
+        const __m256i oldId = _mm256_load_si256(reinterpret_cast<const __m256i*>(bestId + 8 * h));
+        __m256 take = in;
+        if (!any) {
+          const __m256 before =
+              _mm256_or_ps(_mm256_cmp_ps(t, oldT, _CMP_LT_OQ),
+                           _mm256_and_ps(_mm256_cmp_ps(t, oldT, _CMP_EQ_OQ),
+                                         _mm256_castsi256_ps(_mm256_cmpgt_epi32(oldId, idLanes))));
+          take = _mm256_and_ps(in, before);
+        }
+        const unsigned mask = unsigned(_mm256_movemask_ps(take));
+        if (mask == 0) continue;
+        taken |= mask;
+        _mm256_store_ps(bestT + 8 * h, _mm256_blendv_ps(oldT, t, take));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(bestId + 8 * h),
+                           _mm256_castps_si256(_mm256_blendv_ps(
+                               _mm256_castsi256_ps(oldId), _mm256_castsi256_ps(idLanes), take)));
+        _mm256_store_ps(lanesReach + 8 * h,
+                        _mm256_blendv_ps(reach, any ? _mm256_set1_ps(-1.0f) : t, take));
+      }
+      return taken != 0;
+    });
+    for (int r = 0; r < count_; ++r) {
+      const uint32_t id = uint32_t(bestId[r]) ^ kBias;
+      hits[r] = id == kMiss ? RayHit{} : RayHit{id, bestT[r]};
+    }
+  }
+
   // The largest reach of the packet's rays: a lane that holds no ray, or a
   // ray that has finished, holds -1.
   static float largest(const float* lanesReach) {
     __m256 m = _mm256_load_ps(lanesReach);
-    for (int h = 1; h < kRayPacket / 8; ++h) m = _mm256_max_ps(m, _mm256_load_ps(lanesReach + 8 * h));
+    for (int h = 1; h < kRayPacket / 8; ++h)
+      m = _mm256_max_ps(m, _mm256_load_ps(lanesReach + 8 * h));
     __m128 q = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     q = _mm_max_ps(q, _mm_movehl_ps(q, q));
     q = _mm_max_ss(q, _mm_movehdup_ps(q));
@@ -244,26 +335,35 @@ class RayPacketWalk {
   }
 
   // Slot k's box (a leaf) against every ray of the packet, ray r in lane r:
-  // the slab test's arithmetic in its order, so t[r] has the bits of ray
-  // r's own test; bit r set when ray r enters it within lanesReach[r].
+  // bit r set when ray r enters it within lanesReach[r], at t[r].
   unsigned leafTest(const RayNode& node, int k, const float* lanesReach, float* t) const {
     float d[6];
     for (int row = 0; row < 6; ++row) d[row] = node.box[row][k] - origin_[row % 3];
     unsigned mask = 0;
     for (int h = 0; h < kRayPacket / 8; ++h) {
-      const auto scaled = [&](int row) {
-        return _mm256_mul_ps(_mm256_set1_ps(d[row]), _mm256_load_ps(inv_[row % 3] + 8 * h));
-      };
-      __m256 tMin = _mm256_max_ps(scaled(nearRow_[0]), _mm256_setzero_ps());
-      __m256 tMax = _mm256_min_ps(scaled(farRow_[0]), _mm256_load_ps(lanesReach + 8 * h));
-      tMin = _mm256_max_ps(scaled(nearRow_[1]), tMin);
-      tMax = _mm256_min_ps(scaled(farRow_[1]), tMax);
-      tMin = _mm256_max_ps(scaled(nearRow_[2]), tMin);
-      tMax = _mm256_min_ps(scaled(farRow_[2]), tMax);
+      __m256 tMin;
+      const __m256 in = slabLanes(d, h, _mm256_load_ps(lanesReach + 8 * h), tMin);
       _mm256_store_ps(t + 8 * h, tMin);
-      mask |= unsigned(_mm256_movemask_ps(_mm256_cmp_ps(tMin, tMax, _CMP_LE_OQ))) << (8 * h);
+      mask |= unsigned(_mm256_movemask_ps(in)) << (8 * h);
     }
     return mask;
+  }
+
+  // The slab test of one box, d[row] its planes' offsets from the origin,
+  // against rays 8h to 8h + 7 in lanes: the slab test's arithmetic in its
+  // order, so each lane's entry distance tMin has the bits of that ray's
+  // own test. True lanes: entered within `reach`.
+  __m256 slabLanes(const float* d, int h, __m256 reach, __m256& tMin) const {
+    const auto scaled = [&](int row) {
+      return _mm256_mul_ps(_mm256_set1_ps(d[row]), _mm256_load_ps(inv_[row % 3] + 8 * h));
+    };
+    tMin = _mm256_max_ps(scaled(nearRow_[0]), _mm256_setzero_ps());
+    __m256 tMax = _mm256_min_ps(scaled(farRow_[0]), reach);
+    tMin = _mm256_max_ps(scaled(nearRow_[1]), tMin);
+    tMax = _mm256_min_ps(scaled(farRow_[1]), tMax);
+    tMin = _mm256_max_ps(scaled(nearRow_[2]), tMin);
+    tMax = _mm256_min_ps(scaled(farRow_[2]), tMax);
+    return _mm256_cmp_ps(tMin, tMax, _CMP_LE_OQ);
   }
 
   // The frustum of rays[0 .. count_), or false when the packet is not
