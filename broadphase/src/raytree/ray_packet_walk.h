@@ -302,10 +302,7 @@ class RayPacketWalk {
     __m256 m = _mm256_load_ps(lanesReach);
     for (int h = 1; h < kRayPacket / 8; ++h)
       m = _mm256_max_ps(m, _mm256_load_ps(lanesReach + 8 * h));
-    __m128 q = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    q = _mm_max_ps(q, _mm_movehl_ps(q, q));
-    q = _mm_max_ss(q, _mm_movehdup_ps(q));
-    return _mm_cvtss_f32(q);
+    return horizontal(m, [](__m128 x, __m128 y) { return _mm_max_ps(x, y); });
   }
 
   // The interval slab test of a node's sixteen slots for the whole packet:
@@ -371,31 +368,57 @@ class RayPacketWalk {
   // products are what the ray's own test makes, and a NaN (0 * inf) keeps
   // the old bound in both tests.
   bool makeFrustum(const Ray* rays) {
-    const Vec3 first = rays[0].direction;
-    float lo[3], hi[3];
-    bool coherent = true;
-    for (int a = 0; a < 3; ++a) lo[a] = hi[a] = rays[0].invDirection[a];
+    // The rays' inverse directions and directions by axis, lanes past the
+    // packet's end copies of its first ray; then lane-wise: the interval
+    // of each axis' inverses, whether any sign bit differs from the first
+    // ray's (a zero component's counts), and each direction's cosine to
+    // the first's.
+    alignas(32) float dir[3][kRayPacket];
     for (int r = 0; r < kRayPacket; ++r) {
       const Ray& ray = rays[r < count_ ? r : 0];
       for (int a = 0; a < 3; ++a) {
-        const float inv = ray.invDirection[a];
-        inv_[a][r] = inv;
-        coherent &= (inv < 0.0f) == (lo[a] < 0.0f);
-        lo[a] = std::min(lo[a], inv);
-        hi[a] = std::max(hi[a], inv);
+        inv_[a][r] = ray.invDirection[a];
+        dir[a][r] = ray.direction[a];
       }
-      coherent &= ray.direction.dot(first) >= kFrustumCone;
     }
-    for (int a = 0; a < 3; ++a) {
-      const bool negative = lo[a] < 0.0f;
-      nearRow_[a] = negative ? 3 + a : a;
-      farRow_[a] = negative ? a : 3 + a;
-      invNear_[a] = negative ? hi[a] : lo[a];  // the smaller magnitude
-      invFar_[a] = negative ? lo[a] : hi[a];
+    __m256 differ = _mm256_setzero_ps(), cosine = _mm256_set1_ps(1.0f);
+    __m256 lo[3], hi[3];
+    for (int h = 0; h < kRayPacket / 8; ++h) {
+      __m256 dot = _mm256_setzero_ps();
+      for (int a = 0; a < 3; ++a) {
+        const __m256 inv = _mm256_load_ps(inv_[a] + 8 * h);
+        lo[a] = h == 0 ? inv : _mm256_min_ps(lo[a], inv);
+        hi[a] = h == 0 ? inv : _mm256_max_ps(hi[a], inv);
+        differ = _mm256_or_ps(differ, _mm256_xor_ps(inv, _mm256_set1_ps(inv_[a][0])));
+        dot = _mm256_add_ps(
+            dot, _mm256_mul_ps(_mm256_load_ps(dir[a] + 8 * h), _mm256_set1_ps(dir[a][0])));
+      }
+      cosine = _mm256_min_ps(cosine, dot);
     }
     // A wide packet's frustum takes in most of an octant (the cone test):
     // ray by ray is cheaper there.
-    return coherent;
+    if (_mm256_movemask_ps(differ) != 0 ||
+        _mm256_movemask_ps(_mm256_cmp_ps(cosine, _mm256_set1_ps(kFrustumCone), _CMP_GE_OQ)) != 0xFF)
+      return false;
+    for (int a = 0; a < 3; ++a) {
+      const float low = horizontal(lo[a], [](__m128 x, __m128 y) { return _mm_min_ps(x, y); });
+      const float high = horizontal(hi[a], [](__m128 x, __m128 y) { return _mm_max_ps(x, y); });
+      const bool negative = low < 0.0f;
+      nearRow_[a] = negative ? 3 + a : a;
+      farRow_[a] = negative ? a : 3 + a;
+      invNear_[a] = negative ? high : low;  // the smaller magnitude
+      invFar_[a] = negative ? low : high;
+    }
+    return true;
+  }
+
+  // The min or max (op) of a vector's eight lanes.
+  template <class Op>
+  static float horizontal(__m256 v, Op op) {
+    __m128 q = op(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    q = op(q, _mm_movehl_ps(q, q));
+    q = op(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
   }
 
   // cos 12 degrees: how far apart a frustum's rays may point.
