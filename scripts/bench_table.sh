@@ -9,7 +9,7 @@
 #   scripts/bench_table.sh [--ns LIST] [--frames F] [--frames-large F] [--frames-slow F]
 #                          [--threads LIST] [--reference B] [--peers LIST] [--ours LIST]
 #                          [--slow-peers LIST] [--large-skip SCENES]
-#                          [--rays R] [--ray-ns LIST] [--workloads LIST]
+#                          [--rays R] [--ray-ns LIST] [--workloads LIST] [--ray-repeat C]
 #                          [--out DIR] [--wait-quiet LOAD] [--wait-minutes M]
 #                          [--bpbench PATH]
 #   scripts/bench_table.sh --from DIR     # the tables and chart again from DIR's CSVs
@@ -17,7 +17,7 @@
 # Defaults: --ns 100000,1000000; --frames 30 (N <= 10^5; 10 on clustered),
 # --frames-large 4 (N > 10^5); --threads 1,2; --reference bullet-dbvt;
 # --peers physx-abp,physx-mbp,jolt; --ours sweep,bvh,auto;
-# --slow-peers bullet-sap; --large-skip clustered; --rays 1000000;
+# --slow-peers bullet-sap; --large-skip clustered; --rays 1000000; --ray-repeat 3;
 # --ray-ns = --ns; --workloads random,lidar,probes,sight;
 # --out bench_table (in the current directory). Backends that this bpbench
 # does not build are left out (scripts/peers.sh builds PhysX and Jolt).
@@ -41,10 +41,12 @@
 # frame.
 #
 # Rays: per workload W, query Q (closest, any), ray N and thread count T, one
-#   bpbench rays --n N --rays R --workload W --query Q --threads T
+#   bpbench rays --n N --rays R --workload W --query Q --threads T --repeat C
 #          --backend embree,embree-p8,embree-p16,embree-stream,OURS --check
-# against scene uniform; each of ours as a ratio against the best Embree API
-# of its invocation (the highest Mrays/s).
+# against scene uniform, each rate the median of C casts of the batch (the
+# first cast of a process pays the first touch of its scratch); each of
+# ours as a ratio against the best Embree API of its invocation (the
+# highest Mrays/s).
 #
 # --wait-quiet LOAD waits (polling every 60 s, at most --wait-minutes M,
 # default 60) for the 1-minute load average to fall below LOAD before the
@@ -71,6 +73,7 @@ large_skip=clustered
 rays=1000000
 ray_ns=""
 workloads=random,lidar,probes,sight
+ray_repeat=3
 embree_apis=embree,embree-p8,embree-p16,embree-stream
 out=bench_table
 wait_quiet=""
@@ -94,12 +97,13 @@ while [[ $# -gt 0 ]]; do
     --rays) rays="$2"; shift 2 ;;
     --ray-ns) ray_ns="$2"; shift 2 ;;
     --workloads) workloads="$2"; shift 2 ;;
+    --ray-repeat) ray_repeat="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --wait-quiet) wait_quiet="$2"; shift 2 ;;
     --wait-minutes) wait_minutes="$2"; shift 2 ;;
     --bpbench) bpbench="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
-    -h|--help) sed -n '2,57p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,59p' "$0"; exit 0 ;;
     *) echo "bench_table.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -196,7 +200,7 @@ for n in ${ray_ns//,/ }; do
     for q in closest any; do
       for t in ${threads_list//,/ }; do
         bench "$rays_csv" rays --n "$n" --rays "$rays" --workload "$w" --query "$q" \
-          --threads "$t" --backend "$ray_backends"
+          --threads "$t" --repeat "$ray_repeat" --backend "$ray_backends"
       done
     done
   done
@@ -233,7 +237,7 @@ for b in ${peers//,/ }; do
   peer_info+="- \`$b\`: $what${src:+; built from $src}"$'\n'
 done
 declare -p invocation load_start load_end waited wait_quiet cpu commit code_commit threads_hw \
-  reference peers peer_info ours slow_peers threads_list rays ray_ns workloads > "$out/meta.sh"
+  reference peers peer_info ours slow_peers threads_list rays ray_ns workloads ray_repeat > "$out/meta.sh"
 fi  # measuring
 
 # --- The tables (markdown) ---------------------------------------------------
@@ -341,7 +345,7 @@ awk -F, -v ref="$reference" -v peers="${peers:-}" '
 if [[ -s "$rays_csv" ]]; then
   echo
   echo "Rays against scene uniform (frame 0), the workloads of docs/scenes.md, $rays rays each; million"
-  echo "rays per second, all threads together (the median of the casts). Best Embree: the highest rate of"
+  echo "rays per second, all threads together (the median of $ray_repeat casts). Best Embree: the highest rate of"
   echo "${embree_apis:-embree} in the invocation; in brackets each of ours over it."
   echo
   awk -F, -v ours="$ours" -v tl="$threads_list" -v apis="${embree_apis:-embree}" "$awk_common"'
