@@ -82,6 +82,8 @@ from=""
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bpbench="$here/build/release/bench/bpbench"
 
+# The exact argument list, for the record (before the loop shifts it away).
+invocation="scripts/bench_table.sh${*:+ $*}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --ns) ns="$2"; shift 2 ;;
@@ -116,8 +118,6 @@ if [[ -n "$from" ]]; then
   # shellcheck source=/dev/null
   source "$out/meta.sh"
 else
-# Keep the exact argument list for the record.
-invocation="scripts/bench_table.sh${*:+ $*}"
 [[ -x "$bpbench" ]] || { echo "bench_table.sh: no bpbench at $bpbench (build first)" >&2; exit 2; }
 
 # Backends that are built, from `bpbench list`.
