@@ -572,6 +572,35 @@ TEST(RayTree, PrepareRaysMakesTheTreeUnlessNever) {
   }
 }
 
+// The automatic tree: a world whose every box moves each frame and that
+// casts a steady batch under the build's price (slots rays) gets its tree
+// at the second such frame, and refits it after; one that casts a handful
+// a frame keeps walking the structure. Every answer is brute force's.
+TEST(RayTree, AWorldThatCastsEveryFrameGetsItsTree) {
+  std::mt19937 rng(17);
+  std::vector<Aabb> boxes = awkwardBoxes(rng, 3000);
+  for (const uint32_t perFrame : {2900u, 40u}) {
+    BroadPhase bp;
+    std::vector<ProxyId> ids;
+    for (const Aabb& b : boxes) ids.push_back(bp.add({b, MotionType::dynamic}));
+    for (int frame = 0; frame < 4; ++frame) {
+      const Vec3 step(0.01f * float(frame + 1), 0.0f, 0.0f);
+      for (size_t i = 0; i < boxes.size(); ++i) {
+        boxes[i] = {boxes[i].min + step, boxes[i].max + step};
+        bp.move(ids[i], boxes[i]);
+      }
+      bp.update();
+      const std::vector<Ray> rays = awkwardRays(rng, perFrame);
+      std::vector<RayHit> hits(rays.size());
+      bp.castRays(rays, hits);
+      for (size_t r = 0; r < rays.size(); ++r)
+        ASSERT_EQ(hits[r], brute::castRayClosest(boxes, rays[r])) << perFrame << " " << frame;
+      const bool tree = bp.memoryUse().rayTree > 0;
+      EXPECT_EQ(tree, perFrame > 1000 && frame >= 1) << perFrame << " frame " << frame;
+    }
+  }
+}
+
 // Queries from several threads between updates: one makes the tree, the
 // others walk the structure meanwhile or read the finished tree (ThreadSanitizer
 // in CI checks the hand-over); every answer is brute force's.

@@ -75,7 +75,8 @@ enum class Structure : uint8_t {
 /// after adds, refit after moves). Results are the same, bit for bit,
 /// whichever walks; only the speed differs (docs/rays.md).
 enum class RayTreeMode : uint8_t {
-  automatic,  ///< when the rays cast since the last change, or between the two before, pay for it
+  automatic,  ///< when the rays cast since the last change, or between the two before, pay for
+              ///< it, or a world casts steadily (docs/rays.md)
   always,     ///< on the first ray after every change
   never,      ///< rays walk the structure
 };

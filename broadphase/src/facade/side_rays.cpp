@@ -22,12 +22,17 @@ const RayTree* BroadPhase::Impl::Side::rayTreeFor(uint64_t count, RayTreeMode mo
       }
     }
     const uint64_t now = r.rays.fetch_add(count, std::memory_order_relaxed) + count;
-    const uint64_t expected = std::max(now, r.raysBefore.load(std::memory_order_relaxed));
+    const uint64_t before = r.raysBefore.load(std::memory_order_relaxed);
+    const uint64_t expected = std::max(now, before);
     // (The maker may be writing the tree: only the atomic is read here.)
     const bool refit = r.builtTopology.load(std::memory_order_relaxed) == topology;
     const uint64_t price =
         std::max<uint64_t>(64, slots / (refit ? SideRays::kRefitDivisor : SideRays::kBuildDivisor));
-    if (expected < price) return nullptr;
+    // A world that casts steadily, this version and the one before, builds
+    // once and then refits at every version.
+    const uint64_t steady = std::max<uint64_t>(64, slots / SideRays::kSteadyDivisor);
+    const bool steadyBuild = !refit && now >= steady && before >= steady;
+    if (expected < price && !steadyBuild) return nullptr;
   }
   if (r.making.exchange(true, std::memory_order_acquire)) return nullptr;  // another query makes it
   if (r.readyFor.load(std::memory_order_acquire) != version) {

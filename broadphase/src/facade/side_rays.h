@@ -12,7 +12,12 @@
 // - automatic: once the rays cast since the change, or those cast between
 //   the last two changes (a frame predicts the next), would pay for it: a
 //   refit after slots / kRefitDivisor rays, a build after slots /
-//   kBuildDivisor (at least 64 either way);
+//   kBuildDivisor (at least 64 either way); and a build once this version
+//   and the one before each cast slots / kSteadyDivisor: a world that casts
+//   that many every frame then refits at each, and the refits pay back the
+//   build (a lidar of just under `slots` rays a frame over a world that all
+//   moves never reached a build, and walked the structure at a twentieth
+//   of the tree's rate);
 // - never: rays walk the structure.
 //
 // Thread safety: queries are const and run side by side, and the Side does
@@ -36,6 +41,9 @@ struct SideRays {
   // a refit pays after about slots / 24 rays, a build after about slots.
   static constexpr uint32_t kRefitDivisor = 24;
   static constexpr uint32_t kBuildDivisor = 1;
+  // Steady casting: three refits' worth of rays a version, so that each
+  // refit leaves about twice its cost to pay back the build.
+  static constexpr uint32_t kSteadyDivisor = 8;
   // A refit whose cost (RayTree::cost) passes this multiple of the cost at
   // the last build gives way to a build.
   static constexpr double kRefitCostLimit = 1.3;
