@@ -156,6 +156,32 @@ TEST(RayTree, WalkMatchesBruteForceOnAwkwardBoxes) {
   }
 }
 
+// A packet's closest hits and any hits through RayPacketWalk::walk().
+struct PacketHits {
+  RayHit best[kRayPacket], any[kRayPacket];
+};
+PacketHits walkPacket(const RayTree& tree, const std::vector<Ray>& rays) {
+  PacketHits got;
+  const int size = int(rays.size());
+  float reach[kRayPacket];
+  for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
+  RayPacketWalk(tree, rays.data(), size).walk(reach, [&](int r, uint32_t id, float t) {
+    const RayHit h{id, t};
+    if (!got.best[r].hit() || hitBefore(h, got.best[r])) {
+      got.best[r] = h;
+      reach[r] = t;
+    }
+    return true;
+  });
+  for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
+  RayPacketWalk(tree, rays.data(), size).walk(reach, [&](int r, uint32_t id, float t) {
+    EXPECT_FALSE(got.any[r].hit()) << "ray " << r << " went on after it finished";
+    got.any[r] = {id, t};
+    return false;
+  });
+  return got;
+}
+
 // Packets of rays from one origin (RayPacketWalk): each ray's closest hit
 // as its own, and an any-hit query's first leaf among its hits.
 TEST(RayTree, PacketsFromOneOriginMatchBruteForce) {
@@ -168,23 +194,8 @@ TEST(RayTree, PacketsFromOneOriginMatchBruteForce) {
       const int size = 1 + int(rng() % kRayPacket);
       std::vector<Ray> rays = awkwardRays(rng, uint32_t(size));
       for (Ray& r : rays) r = makeRay(rays[0].origin, r.direction, r.maxT);
-      RayHit best[kRayPacket], any[kRayPacket];
-      float reach[kRayPacket];
-      for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
-      RayPacketWalk(tree, rays.data(), size).walk(reach, [&](int r, uint32_t id, float t) {
-        const RayHit h{id, t};
-        if (!best[r].hit() || hitBefore(h, best[r])) {
-          best[r] = h;
-          reach[r] = t;
-        }
-        return true;
-      });
-      for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
-      RayPacketWalk(tree, rays.data(), size).walk(reach, [&](int r, uint32_t id, float t) {
-        EXPECT_FALSE(any[r].hit()) << "ray " << r << " went on after it finished";
-        any[r] = {id, t};
-        return false;
-      });
+      const PacketHits got = walkPacket(tree, rays);
+      const RayHit *best = got.best, *any = got.any;
       for (int r = 0; r < size; ++r) {
         ASSERT_EQ(best[r], brute::castRayClosest(boxes, rays[r])) << count << " ray " << r;
         const std::vector<RayHit> all = brute::castRayAll(boxes, rays[r]);
@@ -234,23 +245,8 @@ TEST(RayTree, CoherentPacketsWalkTheFrustumAndMatchBruteForce) {
       }
       RayPacketWalk walk(tree, rays.data(), size);
       ASSERT_TRUE(walk.coherent()) << trial;
-      RayHit best[kRayPacket], any[kRayPacket];
-      float reach[kRayPacket];
-      for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
-      walk.walk(reach, [&](int r, uint32_t id, float t) {
-        const RayHit h{id, t};
-        if (!best[r].hit() || hitBefore(h, best[r])) {
-          best[r] = h;
-          reach[r] = t;
-        }
-        return true;
-      });
-      for (int r = 0; r < size; ++r) reach[r] = rays[r].maxT;
-      RayPacketWalk(tree, rays.data(), size).walk(reach, [&](int r, uint32_t id, float t) {
-        EXPECT_FALSE(any[r].hit()) << "ray " << r << " went on after it finished";
-        any[r] = {id, t};
-        return false;
-      });
+      const PacketHits got = walkPacket(tree, rays);
+      const RayHit *best = got.best, *any = got.any;
       // cast(): the same answers with every leaf accepted, and among the
       // accepted ones with a filter.
       const auto everyLeaf = [](uint32_t) { return true; };
