@@ -678,6 +678,10 @@ TEST(ConcurrentQueries, DoubleQueriesDuringUpdate) {
       proxiesIn[published] = int(ids.size());
       bp.update();
     }
+    // Not a timing condition: the readers check at least one frame however
+    // slowly they are scheduled (a loaded CI machine ran all 60 updates
+    // before either reader finished a query).
+    while (checked.load() == 0) std::this_thread::yield();
     done = true;
     r1.join();
     r2.join();
