@@ -48,8 +48,7 @@ bool checkRay(const Ray& r, const char* what) {
   return checkRay(r.origin, r.direction, r.maxT, what);
 }
 
-// "what: ray k: why" for the first bad ray of a batch, or "" when every ray
-// is good: each is checked with isValidRay, and only a bad one is described.
+#if !defined(__AVX__)
 // isValidRay() without a branch: |x| <= limit is false for NaN, so each
 // "finite and within" is one compare. A lidar's ray costs a few ns to cast;
 // the checks' branches had cost a tenth of that.
@@ -64,6 +63,7 @@ bool isValidRayBits(const Ray& r) {
   }
   return ok & nonZero;
 }
+#endif
 
 // Whether rays[begin, end) all pass isValidRay(); `shared` is cleared
 // when one's origin differs from the first's. With AVX a ray is one load of
@@ -121,13 +121,15 @@ void prefetchRays(std::span<const Ray> rays, size_t begin, size_t end) {
 #endif
 }
 
+// "what: ray k: why" for the first bad ray of a batch, or "" when every ray
+// is good: blocks are checked with checkPacket, and only a block with a bad
+// ray is checked ray by ray with isValidRay, its first bad one described.
 std::string firstInvalidRay(std::span<const Ray> rays, const char* what) {
   constexpr size_t kBlock = 256;
   for (size_t begin = 0; begin < rays.size(); begin += kBlock) {
     const size_t end = std::min(rays.size(), begin + kBlock);
-    bool valid = true;
-    for (size_t k = begin; k < end; ++k) valid &= isValidRayBits(rays[k]);
-    if (valid) continue;
+    bool sameOrigin;  // not asked here
+    if (checkPacket(rays, begin, end, sameOrigin)) continue;
     for (size_t k = begin; k < end; ++k)
       if (const Ray& r = rays[k]; !isValidRay(r.origin, r.direction, r.maxT))
         return std::string(what) + ": ray " + std::to_string(k) + ": " +

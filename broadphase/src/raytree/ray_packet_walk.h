@@ -33,8 +33,6 @@
 #include <broadphase/ray_hit.h>
 #include "raytree/ray_tree_walk.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -172,10 +170,8 @@ class RayPacketWalk {
   }
 
 #if defined(__AVX__)
-  // The frustum walk (see the top of the file). Stack entries carry the
-  // frustum's entry distance: one popped once every active ray's reach has
-  // shrunk below it is skipped.
-  // The frustum walk with each ray's leaves to onLeaf (walk()'s contract).
+  // The frustum walk (see the top of the file) with each ray's leaves to
+  // onLeaf (walk()'s contract).
   template <class OnLeaf>
   void walkFrustum(float* reach, OnLeaf& onLeaf) {
     alignas(32) float lanesReach[kRayPacket];
@@ -198,6 +194,8 @@ class RayPacketWalk {
   // The frustum walk's traversal: onLeaf(node, k) for each leaf slot the
   // frustum enters within the packet's largest reach, which returns true
   // when it has lowered some ray's lanesReach (-1: the ray has finished).
+  // Stack entries carry the frustum's entry distance: one popped once every
+  // ray's reach has shrunk below it is skipped.
   template <class OnLeaf>
   void frustumLeaves(float* lanesReach, OnLeaf&& onLeaf) {
     uint32_t stackNode[RayTreeWalk::kStack];
@@ -263,7 +261,7 @@ class RayPacketWalk {
       if (!accept(id)) return false;
       const __m256i idLanes = _mm256_set1_epi32(int32_t(id ^ kBias));
       float d[6];
-      for (int row = 0; row < 6; ++row) d[row] = node.box[row][k] - origin_[row % 3];
+      leafOffsets(node, k, d);
       unsigned taken = 0;
       for (int h = 0; h < kRayPacket / 8; ++h) {
         __m256 t, reach = _mm256_load_ps(lanesReach + 8 * h);
@@ -335,7 +333,7 @@ class RayPacketWalk {
   // bit r set when ray r enters it within lanesReach[r], at t[r].
   unsigned leafTest(const RayNode& node, int k, const float* lanesReach, float* t) const {
     float d[6];
-    for (int row = 0; row < 6; ++row) d[row] = node.box[row][k] - origin_[row % 3];
+    leafOffsets(node, k, d);
     unsigned mask = 0;
     for (int h = 0; h < kRayPacket / 8; ++h) {
       __m256 tMin;
@@ -344,6 +342,12 @@ class RayPacketWalk {
       mask |= unsigned(_mm256_movemask_ps(in)) << (8 * h);
     }
     return mask;
+  }
+
+  // Slot k's planes' offsets from the origin, by row: the subtraction of
+  // the slab test, the same bits for every ray of the packet.
+  void leafOffsets(const RayNode& node, int k, float* d) const {
+    for (int row = 0; row < 6; ++row) d[row] = node.box[row][k] - origin_[row % 3];
   }
 
   // The slab test of one box, d[row] its planes' offsets from the origin,
