@@ -115,6 +115,7 @@ pairs_csv="$out/pairs.csv"
 rays_csv="$out/rays.csv"
 commands="$out/commands.txt"
 if [[ -n "$from" ]]; then
+  ray_repeat=1  # a run's meta.sh from before --ray-repeat: one cast a rate
   # shellcheck source=/dev/null
   source "$out/meta.sh"
 else
@@ -345,7 +346,9 @@ awk -F, -v ref="$reference" -v peers="${peers:-}" '
 if [[ -s "$rays_csv" ]]; then
   echo
   echo "Rays against scene uniform (frame 0), the workloads of docs/scenes.md, $rays rays each; million"
-  echo "rays per second, all threads together (the median of $ray_repeat casts). Best Embree: the highest rate of"
+  casts="the median of $ray_repeat casts"
+  (( ray_repeat > 1 )) || casts="one cast"
+  echo "rays per second, all threads together ($casts). Best Embree: the highest rate of"
   echo "${embree_apis:-embree} in the invocation; in brackets each of ours over it."
   echo
   awk -F, -v ours="$ours" -v tl="$threads_list" -v apis="${embree_apis:-embree}" "$awk_common"'

@@ -57,12 +57,33 @@ class MoveHandles {
   size_t stagedCount_ = 0;
 };
 
+// The scene id of each structure slot or proxy index, and how many indices
+// differ from their scene id: none (the usual case) and answers need no
+// mapping at all.
+struct SceneIds {
+  std::vector<uint32_t> of;  // scene id by index
+  int64_t remapped = 0;
+
+  void clear() {
+    of.clear();
+    remapped = 0;
+  }
+  void set(uint32_t index, uint32_t id) {
+    if (of.size() <= index) {
+      const size_t old = of.size();
+      of.resize(index + 1);
+      for (size_t i = old; i < of.size(); ++i) of[i] = static_cast<uint32_t>(i);
+    }
+    remapped += int64_t(id != index) - int64_t(of[index] != index);
+    of[index] = id;
+  }
+};
+
 // Neighbours in structure or proxy indices to scene ids, sorted again when
 // the indices are not the scene ids (a tie goes to the lower scene id).
-void toSceneIds(std::vector<bp::Neighbour>& out, const std::vector<uint32_t>& sceneOf,
-                bool remapped) {
-  if (!remapped) return;
-  for (bp::Neighbour& n : out) n.proxy = sceneOf[n.proxy];
+void toSceneIds(std::vector<bp::Neighbour>& out, const SceneIds& ids) {
+  if (ids.remapped == 0) return;
+  for (bp::Neighbour& n : out) n.proxy = ids.of[n.proxy];
   std::sort(out.begin(), out.end(), bp::neighbourBefore);
 }
 
@@ -90,8 +111,8 @@ class StructureBackend final : public Backend {
   }
   void findPairs(Scheduler& scheduler, std::vector<Pair>& out) override {
     s_.findPairs(scheduler, out);
-    if (remapped_ == 0) return;
-    for (Pair& p : out) p = bp::makePair(sceneOf_[p.a], sceneOf_[p.b]);
+    if (sceneIds_.remapped == 0) return;
+    for (Pair& p : out) p = bp::makePair(sceneIds_.of[p.a], sceneIds_.of[p.b]);
     std::sort(out.begin(), out.end());
   }
   void remove(std::span<const uint32_t> ids) override {
@@ -116,7 +137,7 @@ class StructureBackend final : public Backend {
   }
   void nearest(const bp::Vec3& point, uint32_t k, std::vector<bp::Neighbour>& out) override {
     s_.nearest(point, k, out);
-    toSceneIds(out, sceneOf_, remapped_ != 0);
+    toSceneIds(out, sceneIds_);
   }
   size_t memoryBytes() const override { return s_.memoryBytes(); }
 
@@ -124,20 +145,13 @@ class StructureBackend final : public Backend {
   void bind(uint32_t id, bp::ProxyId h) {
     moveHandles_.invalidate();
     handles_[id] = h;
-    if (sceneOf_.size() <= h.index) {
-      const size_t old = sceneOf_.size();
-      sceneOf_.resize(h.index + 1);
-      for (size_t i = old; i < sceneOf_.size(); ++i) sceneOf_[i] = static_cast<uint32_t>(i);
-    }
-    remapped_ += int64_t(id != h.index) - int64_t(sceneOf_[h.index] != h.index);
-    sceneOf_[h.index] = id;
+    sceneIds_.set(h.index, id);
   }
 
   Structure s_{Config{}};
   std::vector<bp::ProxyId> handles_;  // by scene id
-  std::vector<uint32_t> sceneOf_;     // scene id by structure index
+  SceneIds sceneIds_;                 // by structure slot
   MoveHandles moveHandles_;
-  int64_t remapped_ = 0;  // indices whose scene id differs
 };
 
 }  // namespace
@@ -176,8 +190,7 @@ class FacadeBackend final : public Backend {
     // relative coordinates stay small.
     if (offset_ != 0.0) bp_->shiftOrigin(bp::Vec3(float(offset_), float(offset_), float(offset_)));
     handles_.resize(scene.n);
-    sceneOf_.clear();
-    remapped_ = 0;
+    sceneIds_.clear();
     for (uint32_t i = 0; i < scene.n; ++i) bind(i, scene.boxes[i], scene.isStatic[i] != 0);
     bp_->update();
   }
@@ -245,14 +258,13 @@ class FacadeBackend final : public Backend {
   void castRays(Scheduler& scheduler, std::span<const Ray> rays, RayQuery kind,
                 std::span<RayHit> out) override {
     bp_->castRays(rays, out, kind);
-    // Proxy indices are the scene ids unless churn remapped some (as in
-    // StructureBackend); otherwise the map runs on the workers: a serial
-    // pass over a million answers took a fifth of a lidar batch's time on
-    // two threads.
-    if (remapped_ == 0) return;
+    // Proxy indices are the scene ids unless churn remapped some
+    // (SceneIds); otherwise the map runs on the workers: a serial pass over
+    // a million answers took a fifth of a lidar batch's time on two threads.
+    if (sceneIds_.remapped == 0) return;
     scheduler.forEach(0, uint32_t(out.size()), 16384, [&](uint32_t begin, uint32_t end) {
       for (uint32_t k = begin; k < end; ++k)
-        if (out[k].hit()) out[k].proxy = sceneOf_[out[k].proxy];
+        if (out[k].hit()) out[k].proxy = sceneIds_.of[out[k].proxy];
     });
   }
   void castRaysAll(Scheduler& scheduler, std::span<const Ray> rays, std::vector<RayHit>& out,
@@ -265,16 +277,14 @@ class FacadeBackend final : public Backend {
       for (uint32_t r = begin; r < end; ++r) {
         const auto first = out.begin() + ptrdiff_t(offsets[r]);
         const auto last = out.begin() + ptrdiff_t(offsets[r + 1]);
-        for (auto h = first; h != last; ++h) h->proxy = sceneOf_[h->proxy];
+        for (auto h = first; h != last; ++h) h->proxy = sceneIds_.of[h->proxy];
         std::sort(first, last, bp::hitBefore);
       }
     });
   }
   void nearest(const bp::Vec3& point, uint32_t k, std::vector<bp::Neighbour>& out) override {
     bp_->nearest(point, k, out);
-    bool remapped = false;
-    for (const bp::Neighbour& n : out) remapped |= sceneOf_[n.proxy] != n.proxy;
-    toSceneIds(out, sceneOf_, remapped);
+    toSceneIds(out, sceneIds_);
   }
   size_t memoryBytes() const override { return bp_ ? bp_->memoryBytes() : 0; }
   std::vector<double> memoryParts() const override {
@@ -295,21 +305,14 @@ class FacadeBackend final : public Backend {
             : bp_->add(bp::ProxyDesc{box, motion, {}, id});
     moveHandles_.invalidate();
     handles_[id] = h;
-    if (sceneOf_.size() <= h.index) {
-      const size_t old = sceneOf_.size();
-      sceneOf_.resize(h.index + 1);
-      for (size_t i = old; i < sceneOf_.size(); ++i) sceneOf_[i] = static_cast<uint32_t>(i);
-    }
-    remapped_ += int64_t(id != h.index) - int64_t(sceneOf_[h.index] != h.index);
-    sceneOf_[h.index] = id;
+    sceneIds_.set(h.index, id);
   }
 
   bool concurrentQueries_;
   bp::Structure structure_;
   std::unique_ptr<bp::BroadPhase> bp_;
   std::vector<bp::ProxyId> handles_;  // by scene id
-  std::vector<uint32_t> sceneOf_;     // scene id by proxy index
-  int64_t remapped_ = 0;              // indices whose scene id differs
+  SceneIds sceneIds_;                 // by proxy index
   std::vector<size_t> batchOffsets_;  // castRaysAll's, before the copy to the bench's type
   MoveHandles moveHandles_;
   double offset_ = 0;  // useOffset(): the double path, boxes translated by this
