@@ -679,8 +679,8 @@ TEST(ConcurrentQueries, DoubleQueriesDuringUpdate) {
       bp.update();
     }
     // Not a timing condition: the readers check at least one frame however
-    // slowly they are scheduled (a loaded CI machine ran all 60 updates
-    // before either reader finished a query).
+    // slowly they are scheduled (on a loaded machine all 60 updates can end
+    // before either reader finishes a query).
     while (checked.load() == 0) std::this_thread::yield();
     done = true;
     r1.join();

@@ -260,7 +260,7 @@ class FacadeBackend final : public Backend {
     bp_->castRays(rays, out, kind);
     // Proxy indices are the scene ids unless churn remapped some
     // (SceneIds); otherwise the map runs on the workers: a serial pass over
-    // a million answers took a fifth of a lidar batch's time on two threads.
+    // a million answers costs a fifth of a lidar batch's time on two threads.
     if (sceneIds_.remapped == 0) return;
     scheduler.forEach(0, uint32_t(out.size()), 16384, [&](uint32_t begin, uint32_t end) {
       for (uint32_t k = begin; k < end; ++k)

@@ -50,8 +50,8 @@ bool checkRay(const Ray& r, const char* what) {
 
 #if !defined(__AVX__)
 // isValidRay() without a branch: |x| <= limit is false for NaN, so each
-// "finite and within" is one compare. A lidar's ray costs a few ns to cast;
-// the checks' branches had cost a tenth of that.
+// "finite and within" is one compare. A lidar's ray costs a few ns to cast,
+// and branchy checks a tenth of that again.
 bool isValidRayBits(const Ray& r) {
   constexpr float kLargest = std::numeric_limits<float>::max();
   bool ok = (r.maxT > 0.0f) & (r.maxT <= kLargest);
@@ -444,7 +444,7 @@ void BroadPhase::Impl::castRays(std::span<const Ray> rays, std::span<RayHit> out
   // packets: the walk order's runs of kRayPacket at fixed positions, so
   // that the grouping, like every answer, is the same for any split.
   // A packet's rays are checked as it takes them, in cache for its walk
-  // (a pass of its own over a lidar's batch, 40 bytes a ray, took a sixth
+  // (a pass of its own over a lidar's batch, 40 bytes a ray, costs a sixth
   // of the cast): a batch with an invalid ray is then answered as if it
   // had been checked first, misses and the first invalid ray's error.
   std::atomic<bool> invalid = false;

@@ -15,9 +15,9 @@
 //   kBuildDivisor (at least 64 either way); and a build once this version
 //   and the one before each cast slots / kSteadyDivisor: a world that casts
 //   that many every frame then refits at each, and the refits pay back the
-//   build (a lidar of just under `slots` rays a frame over a world that all
-//   moves never reached a build, and walked the structure at a twentieth
-//   of the tree's rate);
+//   build (without it a lidar of just under `slots` rays a frame, over a
+//   world that all moves, would never reach a build and would walk the
+//   structure at a twentieth of the tree's rate: docs/decisions/rays.md);
 // - never: rays walk the structure.
 //
 // Thread safety: queries are const and run side by side, and the Side does
