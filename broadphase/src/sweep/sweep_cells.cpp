@@ -419,9 +419,13 @@ void SweepGrid::refreshCell(uint32_t cell) {
   const size_t m = size_t(n) + kSweepPad;
   // Headroom when a cell must grow: a cell's population wobbles around its
   // mean as boxes cross its faces, and growing by exactly what is needed
-  // would allocate again and again in a steady state.
-  if (c.keys.capacity() < 6 * m) c.keys.reserve(6 * (m + m / 2 + 8));
-  if (c.flags.capacity() < m) c.flags.reserve(m + m / 2 + 8);
+  // would allocate again and again in a steady state. A cell sized for the
+  // first time gets an eighth more than it holds (its keys are the largest
+  // part of the grid: half would cost 12 bytes a proxy); one that outgrows
+  // its arrays has shown that it wobbles more, and gets half more.
+  const size_t grown = c.keys.capacity() == 0 ? m + m / 8 + 8 : m + m / 2 + 8;
+  if (c.keys.capacity() < 6 * m) c.keys.reserve(6 * grown);
+  if (c.flags.capacity() < m) c.flags.reserve(grown);
   c.keys.resize(6 * m);
   c.flags.resize(m);
   std::fill(c.flags.begin() + n, c.flags.end(), uint8_t(0));
@@ -570,6 +574,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
   // than a visit each. This holds for the moving layer only: a static that
   // moved always relinks (canStay), which refreshes its static cells.
   const uint32_t nd = static_cast<uint32_t>(dirtyList_.size());
+  plansUsed_ = 1;  // relink() plans in relinkPlans_[0]
   const uint64_t pending = uint64_t(nd) + stayedList_.size() + unlistedStays_;
   const bool refreshAll = pending * 2 >= cells_.size();
   refreshAll_ = refreshAll;
@@ -593,6 +598,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
     const EvenChunks split = evenChunks(nd, 1024, 64, uint32_t(scheduler.threadCount()));
     const uint32_t chunks = split.count, chunkSize = split.size;
     if (relinkPlans_.size() < chunks) relinkPlans_.resize(chunks);
+    plansUsed_ = chunks;
     // The plans group their events by cell here, in parallel, rather than
     // resolveRelinks serially, while the cells times the plans stay few
     // next to the events (a cell's refresh looks up its events in every
@@ -663,8 +669,15 @@ void SweepGrid::finishUpdate() {
   eventTables_.clear();
   // Scratch grown by an update of many relinks (the first one, a regrid) is
   // released once updates are back to few: it would otherwise keep about
-  // 50 bytes a proxy. A steady state never meets the condition, so it does
-  // not allocate.
+  // 50 bytes a proxy: the first update of 10^6 proxies fills ~1000 plans.
+  // The plans the update did not use go once they are over twice those it
+  // did, so a steady state (whose count of chunks varies by a few) never
+  // meets either condition and does not allocate. (The dirty list keeps its
+  // length: a batch move writes up to one entry a moved proxy in place.)
+  if (relinkPlans_.size() > 2 * uint64_t(plansUsed_) + 8) {
+    relinkPlans_.resize(plansUsed_);
+    relinkPlans_.shrink_to_fit();
+  }
   for (RelinkPlan& plan : relinkPlans_)
     if (plan.events.capacity() > 8 * plan.events.size() + 65536 ||
         plan.cellBegin.capacity() > 8 * plan.cellBegin.size() + 65536)

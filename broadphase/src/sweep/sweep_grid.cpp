@@ -426,7 +426,7 @@ size_t SweepGrid::memoryBytes() const {
 }
 
 size_t SweepGrid::pairBytes() const {
-  size_t bytes = router_.memoryBytes();
+  size_t bytes = router_.memoryBytes() + sortScratch_.capacity() * sizeof(Pair);
   for (int w = 0; w < pairBuffers_.size(); ++w) bytes += pairBuffers_[w].memoryBytes();
   return bytes;
 }

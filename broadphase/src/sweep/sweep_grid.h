@@ -322,7 +322,7 @@ class SweepGrid {
 
   std::string validate() const;
   size_t memoryBytes() const;
-  size_t pairBytes() const;  // of memoryBytes(): the pair buffers and the router
+  size_t pairBytes() const;  // of memoryBytes(): the pair buffers, the router, the pair sort's scratch
 
   // Introspection for tests and benchmarks.
   float cellSize() const { return side_[1]; }    // across the sweep axis (y, z)
@@ -646,6 +646,9 @@ class SweepGrid {
   // Scratch kept between frames so a steady state allocates nothing.
   std::vector<uint32_t> changed_;        // indices with rangeChanged_ set
   std::vector<RelinkPlan> relinkPlans_;  // beginUpdate: one per chunk of the dirty list
+  // How many plans the current update's relinks use (beginUpdate);
+  // finishUpdate releases the others once they are many.
+  uint32_t plansUsed_ = 0;
   // Between resolveRelinks() and finishUpdate(), where the enter (proxy) and
   // leave (kLeaveEvent | proxy) events of each cell are, as tables of events grouped
   // by cell: one a relink plan, grouped by the planning tasks, or one for
