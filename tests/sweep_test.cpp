@@ -673,6 +673,37 @@ TEST(SweepGrid, MovesBeyond16BitCellCoordinatesRelink) {
   }
 }
 
+// The first update of a large world plans a relink for every proxy, in
+// about one plan a thousand proxies; once updates relink few again, those
+// plans are released (about 50 bytes a proxy kept otherwise), and the grid
+// stays exact (its pairs those of a grid made from the moved boxes).
+TEST(SweepGrid, TheRelinkPlansOfALargeUpdateAreReleased) {
+  constexpr uint32_t n = 200000;
+  for (const int threads : {1, 2}) {
+    Scene scene = makeScene(SceneKind::uniform, n);
+    SweepGrid grid;
+    const std::vector<ProxyId> ids = addScene(grid, scene);
+    Scheduler scheduler(threads);
+    std::vector<Pair> pairs;
+    grid.findPairs(scheduler, pairs);
+    const size_t loaded = grid.memoryBytes();
+    for (int frame = 0; frame < 2; ++frame) {
+      for (uint32_t i = 0; i < n; i += 100) {
+        scene.boxes[i] = scene.boxes[(i + 7 * 100) % n];
+        grid.move(ids[i], scene.boxes[i]);
+      }
+      grid.findPairs(scheduler, pairs);
+    }
+    EXPECT_LT(grid.memoryBytes() + 30 * size_t(n), loaded) << threads << " threads";
+    EXPECT_EQ(grid.validate(), "");
+    SweepGrid fresh;  // the same boxes in a grid that never had the large update
+    addScene(fresh, scene);
+    std::vector<Pair> expected;
+    fresh.findPairs(scheduler, expected);
+    EXPECT_EQ(pairs, expected) << threads << " threads";
+  }
+}
+
 // The cell layout itself (which cells exist, in which order, each member
 // where) is the same for any thread count, not only the sorted pairs:
 // grids on 1, 2 and 8 threads run in lock step through frames with more

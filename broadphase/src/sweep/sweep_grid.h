@@ -322,7 +322,8 @@ class SweepGrid {
 
   std::string validate() const;
   size_t memoryBytes() const;
-  size_t pairBytes() const;  // of memoryBytes(): the pair buffers, the router, the pair sort's scratch
+  size_t pairBytes()
+      const;  // of memoryBytes(): the pair buffers, the router, the pair sort's scratch
 
   // Introspection for tests and benchmarks.
   float cellSize() const { return side_[1]; }    // across the sweep axis (y, z)
