@@ -109,7 +109,9 @@ void SweepGrid::regrid() {
   dirtyCells_.clear();
   overflow_.clear();
   std::fill(kind_.begin(), kind_.end(), Registration::none);
-  std::fill(stayKey_.begin(), stayKey_.end(), kNeverStays);
+  std::fill(rangeKey_.begin(), rangeKey_.end(), kNeverStays);
+  wideRanges_.clear();
+  freeWide_.clear();
   std::fill(overflowPos_.begin(), overflowPos_.end(), kNullIndex);
   for (uint32_t i = 0; i < pool_.capacity(); ++i)
     if (pool_.isLiveIndex(i)) markDirty(i);  // as kDirtyRelink, even if already dirty
@@ -286,7 +288,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
   // with no memory touched. Otherwise (relink() applied the events: it only
   // set `leaving`; or many named): rangeChanged_ (one byte a proxy) spares the
   // range lookup of every member that stayed put, and a member whose range
-  // changed is looked up. The lookups were cache misses on kind_ and range_
+  // changed is looked up. The lookups were cache misses on kind_ and the range
   // (uniform 10^5: a fifth of the refresh, when every old cell of a relinked
   // proxy was told it might have left).
   constexpr uint32_t kNamedLeavers = 32;
@@ -318,7 +320,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
   // Whether a member whose range changed is still registered in this cell.
   auto stillHere = [&](uint32_t id) {
     return kind_[id] == Registration::cells && layer_[id] == c.layer &&
-           rangeContains(range_[id], c.coord);
+           rangeContains(rangeAt(id), c.coord);
   };
   auto isNamedLeaver = [&](uint32_t id) {
     return std::find(leavers.begin(), leavers.end(), id) != leavers.end();
@@ -455,7 +457,7 @@ void SweepGrid::refreshCell(uint32_t cell) {
     k[3][e] = b.max.y();
     k[4][e] = b.min.z();
     k[5][e] = b.max.z();
-    // rangeOf(b).lo == range_[id].lo: the box was registered from this box.
+    // rangeOf(b).lo == rangeAt(id).lo: the box was registered from this box.
 #if defined(__SSE4_1__)
     // cellOf() of the three min coordinates at once (lane 3, max x * 0, is
     // dropped by the mask).
@@ -618,8 +620,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
           if (k + 12 < last) {
             const uint32_t ahead = dirtyList_[k + 12];
             __builtin_prefetch(&boxes_[ahead]);
-            __builtin_prefetch(&range_[ahead]);
-            __builtin_prefetch(&stayKey_[ahead], 1);
+            __builtin_prefetch(&rangeKey_[ahead], 1);
             __builtin_prefetch(&kind_[ahead]);
             __builtin_prefetch(&layer_[ahead]);
             __builtin_prefetch(&static_[ahead]);
@@ -645,7 +646,7 @@ bool SweepGrid::beginUpdate(Scheduler& scheduler) {
     }
     // A proxy listed here that rose to kDirtyRelink was relinked above.
     for (const uint32_t i : stayedList_) {
-      if (dirty_[i] == kDirtyStayed) markRangeDirty(range_[i], layer_[i]);
+      if (dirty_[i] == kDirtyStayed) markRangeDirty(rangeAt(i), layer_[i]);
       dirty_[i] = kDirtyNone;
     }
   }

@@ -82,11 +82,10 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic, uint32_t layer) {
     static_.resize(n, 0);
     dirty_.resize(n, 0);
     kind_.resize(n, Registration::none);
-    range_.resize(n, CellRange{});
     overflowPos_.resize(n, kNullIndex);
     layer_.resize(n, kMovingLayer);
     proxyLayer_.resize(n, 0);
-    stayKey_.resize(n, kNeverStays);
+    rangeKey_.resize(n, kNeverStays);
     rangeChanged_.resize(n + 3, 0);  // padded (see the declaration)
   }
   boxes_[id.index].box = box;
@@ -96,7 +95,9 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic, uint32_t layer) {
   // The relink planning reads the maps of a group in parallel tasks: they
   // exist before the update.
   if (maps_.size() < 2 * size_t(layer) + 2) maps_.resize(2 * size_t(layer) + 2);
-  stayKey_[id.index] = stayKeyFor(id.index);
+  // (A reused index may still be registered, its removal pending: the key
+  // keeps that range for the relink that leaves it.)
+  setStayLane(id.index);
   markDirty(id.index);
   return id;
 }
@@ -119,30 +120,43 @@ void SweepGrid::moveUnchecked(uint32_t index, const Aabb& box) {
 // kDirtyStayed when `box` lies in exactly the registered cells of `index`.
 uint8_t SweepGrid::dirtyStateFor(uint32_t index, const Aabb& box) const {
 #if defined(__AVX2__)
-  return dirtyStateInLanes(loadBox(box), invSide8_, stayKey_[index]);
+  return dirtyStateInLanes(loadBox(box), invSide8_, rangeKey_[index]);
 #else
-  return stayKeyOf(box) == stayKey_[index] ? kDirtyStayed : kDirtyRelink;
+  return stayKeyOf(box) == rangeKey_[index] ? kDirtyStayed : kDirtyRelink;
 #endif
 }
 
-StayKey SweepGrid::stayKeyFor(uint32_t index) const {
-  if (!canStay(index)) return kNeverStays;
-  const CellRange& r = range_[index];
-  StayKey key{};
-  for (int a = 0; a < 3; ++a) {
-    // Saturated values (-32768, 32767) are left out, so that a box whose
-    // cells saturate never matches.
-    if (std::min(r.lo[a], r.hi[a]) < -32767 || std::max(r.lo[a], r.hi[a]) > 32766)
-      return kNeverStays;
-    key.lane[a] = int16_t(r.lo[a]);
-    key.lane[a + 3] = int16_t(r.hi[a]);
+void SweepGrid::storeRange(uint32_t index, const CellRange& r) {
+  RangeKey& key = rangeKey_[index];
+  if (key.wide()) freeWide_.push_back(key.wideSlot());
+  key = kNeverStays;
+  if (kind_[index] != Registration::none) {
+    if (fitsRangeKey(r)) {
+      for (int a = 0; a < 3; ++a) {
+        key.lane[a] = int16_t(r.lo[a]);
+        key.lane[a + 3] = int16_t(r.hi[a]);
+      }
+    } else {
+      uint32_t slot;
+      if (!freeWide_.empty()) {
+        slot = freeWide_.back();
+        freeWide_.pop_back();
+        wideRanges_[slot] = r;
+      } else {
+        slot = static_cast<uint32_t>(wideRanges_.size());
+        wideRanges_.push_back(r);
+      }
+      key.lane[0] = int16_t(uint16_t(slot & 0xFFFFu));
+      key.lane[1] = int16_t(uint16_t(slot >> 16));
+      key.lane[7] = 1;
+    }
   }
-  return key;
+  setStayLane(index);
 }
 
-StayKey SweepGrid::stayKeyOf(const Aabb& box) const {
+RangeKey SweepGrid::stayKeyOf(const Aabb& box) const {
   const CellRange r = rangeOf(box);
-  StayKey key{};
+  RangeKey key{};
   for (int a = 0; a < 3; ++a) {
     key.lane[a] = int16_t(std::clamp(r.lo[a], -32768, 32767));
     key.lane[a + 3] = int16_t(std::clamp(r.hi[a], -32768, 32767));
@@ -311,14 +325,13 @@ SweepGrid::Listed SweepGrid::writeBatch(const Batch& batch, uint32_t begin, uint
     // The box and its zero padding in one aligned store.
     const __m256 v = loadBox(batch.box(k));
     storeBox(boxes_[i], v);
-    const uint8_t state = dirtyStateInLanes(v, invSide8_, stayKey_[i]);
+    const uint8_t state = dirtyStateInLanes(v, invSide8_, rangeKey_[i]);
     // The move no longer reads the registration of the proxies that stay
     // (the key holds what it needs), so update()'s relink planning would meet
     // these fields cold: fetch them now for the few that relink (without
     // this, the planning lost more than the move saved: docs/decisions.md,
     // "The batch move").
     if (state == kDirtyRelink) {
-      _mm_prefetch(reinterpret_cast<const char*>(&range_[i]), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(&kind_[i]), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(&layer_[i]), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(&static_[i]), _MM_HINT_T0);
@@ -379,11 +392,12 @@ size_t SweepGrid::memoryBytes() const {
   add(static_);
   add(dirty_);
   add(kind_);
-  add(range_);
+  add(wideRanges_);
+  add(freeWide_);
   add(overflowPos_);
   add(layer_);
   add(proxyLayer_);
-  add(stayKey_);
+  add(rangeKey_);
   add(rangeChanged_);
   add(changed_);
   add(dirtyList_);
@@ -405,6 +419,7 @@ size_t SweepGrid::memoryBytes() const {
     add(plan.cellBegin);
     add(plan.cellEvents);
     add(plan.ordered);
+    add(plan.wide);
   }
   add(spareCells_);
   for (const SweepCell& c : spareCells_) {

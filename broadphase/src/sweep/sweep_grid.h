@@ -144,19 +144,37 @@ struct CellRange {
 
 enum class Registration : uint8_t { none, cells, overflow };
 
-// The registered range as the batch move tests it, 16 bits a coordinate:
-// lanes lo x, y, z, hi x, y, z, then 0, 0, the order in which rangeOf() of a
-// box held in lanes comes out (see SweepGrid::stayKey_). A proxy that cannot
-// stay (canStay() fails, or a coordinate lies outside [-32767, 32766]) holds
-// kNeverStays, whose lane 6 no box's key has. 16 bytes where CellRange and
-// the three bytes canStay() reads take 27: the batch move streams this array
-// for every moved proxy.
-struct alignas(16) StayKey {
+// A proxy's registered range, 16 bits a coordinate, as the batch move tests
+// it (SweepGrid::rangeKey_): lanes lo x, y, z, hi x, y, z, the order in which
+// rangeOf() of a box held in lanes comes out, then
+// - lane 6: 0 when a move may leave the proxy in its cells (canStay()), 1
+//   when every move must relink it;
+// - lane 7: 0 when lanes 0-5 hold the range; 1 when a coordinate lies
+//   outside [-32767, 32766] (the saturated values are left out, so that a
+//   box whose cells saturate never matches): the range is then in
+//   SweepGrid::wideRanges_, at the slot lanes 0 and 1 hold (low, high half).
+// A box's key has 0 in lanes 6 and 7, so it equals a proxy's key exactly
+// when the proxy may stay and the box lies in its registered cells. One
+// 16-byte array, the only copy of the range (a 24-byte CellRange array
+// beside a 16-byte stay key took 40 bytes a proxy): the batch move streams
+// it for every moved proxy; the relink planning decodes it.
+struct alignas(16) RangeKey {
   int16_t lane[8];
-  friend bool operator==(const StayKey&, const StayKey&) = default;
+  bool wide() const { return lane[7] != 0; }
+  uint32_t wideSlot() const {
+    return uint32_t(uint16_t(lane[0])) | uint32_t(uint16_t(lane[1])) << 16;
+  }
+  friend bool operator==(const RangeKey&, const RangeKey&) = default;
 };
-static_assert(sizeof(StayKey) == 16 && alignof(StayKey) == 16);
-inline constexpr StayKey kNeverStays = {{0, 0, 0, 0, 0, 0, 1, 0}};
+static_assert(sizeof(RangeKey) == 16 && alignof(RangeKey) == 16);
+// The key of a proxy registered nowhere (its range lanes mean nothing).
+inline constexpr RangeKey kNeverStays = {{0, 0, 0, 0, 0, 0, 1, 0}};
+// Whether r fits a RangeKey's 16-bit lanes.
+inline bool fitsRangeKey(const CellRange& r) {
+  for (int a = 0; a < 3; ++a)
+    if (std::min(r.lo[a], r.hi[a]) < -32767 || std::max(r.lo[a], r.hi[a]) > 32766) return false;
+  return true;
+}
 
 // Cells come in groups with the same coordinates: for each broadphase layer
 // L (layers.h), moving proxies in group 2L, static proxies in group 2L + 1,
@@ -437,12 +455,21 @@ class SweepGrid {
     return (unsigned(side_[0] != 0.0f) & unsigned(kind_[index] == Registration::cells) &
             unsigned(!isStaticGroup(layer_[index])) & unsigned(static_[index] == 0)) != 0;
   }
-  // What stayKey_[index] must hold: range_ packed when canStay() and every
-  // coordinate fits, else kNeverStays.
-  StayKey stayKeyFor(uint32_t index) const;
-  // rangeOf(box) packed as a StayKey, each coordinate saturated to 16 bits
+  // The registered range of `index` (kind_ != none), from its key.
+  CellRange rangeAt(uint32_t index) const {
+    const RangeKey& k = rangeKey_[index];
+    if (k.wide()) return wideRanges_[k.wideSlot()];
+    return {{k.lane[0], k.lane[1], k.lane[2]}, {k.lane[3], k.lane[4], k.lane[5]}};
+  }
+  // Lane 6 of the key of `index` from canStay(), its range left as it is.
+  void setStayLane(uint32_t index) { rangeKey_[index].lane[6] = canStay(index) ? 0 : 1; }
+  // Records r as the registered range of `index` (kind_ set already; none:
+  // no range), in its key or, when r does not fit, a slot of wideRanges_;
+  // frees the slot it had. Serial: it allocates slots.
+  void storeRange(uint32_t index, const CellRange& r);
+  // rangeOf(box) packed as a RangeKey, each coordinate saturated to 16 bits
   // (a saturated coordinate never equals a stored one).
-  StayKey stayKeyOf(const Aabb& box) const;
+  RangeKey stayKeyOf(const Aabb& box) const;
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
@@ -481,11 +508,15 @@ class SweepGrid {
     std::vector<uint32_t> cellBegin;
     std::vector<uint32_t> cellEvents;
     std::vector<uint32_t> ordered;
+    // Proxies whose old or new range does not fit a RangeKey, with the new
+    // range: storeRange() allocates and frees their wide slots, in order.
+    std::vector<std::pair<uint32_t, CellRange>> wide;
     void clear() {
       events.clear();
       changed.clear();
       overflow.clear();
       ordered.clear();
+      wide.clear();
     }
   };
   static_assert(sizeof(RelinkPlan) == 2 * kFalseSharingRange);
@@ -597,15 +628,17 @@ class SweepGrid {
   std::vector<uint8_t> static_;        // 1: static
   std::vector<uint8_t> dirty_;         // kDirty*: listed (see the lists) when not 0
   std::vector<Registration> kind_;     // where the index is registered now
-  std::vector<CellRange> range_;       // registered range (kind_ != none)
   std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
   std::vector<uint8_t> layer_;         // group registered in (kind_ == cells)
   std::vector<uint8_t> proxyLayer_;    // broadphase layer (layers.h)
   uint32_t layeredProxies_ = 0;        // live proxies in a layer other than 0
   LayerTable table_;
-  // stayKeyFor(index), kept with kind_, layer_ and range_: a moved box stays
-  // in its cells when its key equals this one.
-  std::vector<StayKey> stayKey_;
+  // The registered range (kind_ != none) and whether a move may leave the
+  // proxy in its cells (RangeKey); the ranges that do not fit 16 bits in
+  // wideRanges_, their free slots in freeWide_.
+  std::vector<RangeKey> rangeKey_;
+  std::vector<CellRange> wideRanges_;
+  std::vector<uint32_t> freeWide_;
   // 1 during update(): left some cells. Three bytes longer than capacity():
   // the refresh reads each flag as a dword (a gather).
   std::vector<uint8_t> rangeChanged_ = std::vector<uint8_t>(3, 0);

@@ -269,7 +269,7 @@ void SweepGrid::sweepCellAgainst(uint32_t movingCell, uint32_t begin, uint32_t e
 void SweepGrid::pairOverflowBox(uint32_t slot, PairBuffer& out) const {
   const uint32_t o = overflow_[slot];
   const Aabb& ob = boxes_[o].box;
-  const CellRange& orng = range_[o];
+  const CellRange orng = rangeAt(o);
   const bool oStatic = static_[o] != 0;
   auto visit = [&](const SweepCell& c) {
     // Static-static, or layers that never collide: no candidate.
@@ -287,7 +287,7 @@ void SweepGrid::pairOverflowBox(uint32_t slot, PairBuffer& out) const {
                         unsigned(ob.min.y() <= maxY[k]) & unsigned(minZ[k] <= ob.max.z()) &
                         unsigned(ob.min.z() <= maxZ[k])) != 0;
       if (!hit || (oStatic && static_[x])) continue;
-      const CellRange& xr = range_[x];
+      const CellRange xr = rangeAt(x);
       if (c.coord.x == std::max(orng.lo[0], xr.lo[0]) &&
           c.coord.y == std::max(orng.lo[1], xr.lo[1]) &&
           c.coord.z == std::max(orng.lo[2], xr.lo[2]))

@@ -26,7 +26,8 @@
 namespace bp {
 
 // Plans the relink of proxy i into `plan` and updates the proxy's own fields
-// (kind_, range_, layer_, rangeChanged_). Reads the cell maps, writes no
+// (kind_, rangeKey_, layer_, rangeChanged_; a wide range's slot is left to
+// applyOrderedParts). Reads the cell maps, writes no
 // cell: safe in parallel for distinct proxies. Cells are to be marked for
 // refresh unless every moving cell is refreshed anyway (refreshAll).
 void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
@@ -40,7 +41,7 @@ void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
     newRange = rangeOf(boxes_[i].box);
     newKind = classify(newRange);
   }
-  const CellRange oldRange = range_[i];
+  const CellRange oldRange = rangeAt(i);
   const bool wasInCells = oldKind == Registration::cells && oldLayer == newLayer;
   if (wasInCells && newKind == Registration::cells && oldRange == newRange) {
     // Same cells: only their refresh (a moved static's cells are listed).
@@ -82,8 +83,18 @@ void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
   if (newKind == Registration::overflow && oldKind != Registration::overflow)
     plan.overflow.push_back({i, true});
   kind_[i] = newKind;
-  if (newKind != Registration::none) range_[i] = newRange;
-  stayKey_[i] = stayKeyFor(i);
+  if (rangeKey_[i].wide() || (newKind != Registration::none && !fitsRangeKey(newRange))) {
+    plan.wide.push_back({i, newRange});  // slots are allocated in plan order
+  } else if (newKind != Registration::none) {
+    RangeKey& key = rangeKey_[i];
+    for (int a = 0; a < 3; ++a) {
+      key.lane[a] = int16_t(newRange.lo[a]);
+      key.lane[a + 3] = int16_t(newRange.hi[a]);
+    }
+    setStayLane(i);
+  } else {
+    setStayLane(i);  // registered nowhere: the range lanes mean nothing
+  }
 }
 
 void SweepGrid::relink(uint32_t i, bool refreshAll) {
@@ -103,6 +114,7 @@ void SweepGrid::relink(uint32_t i, bool refreshAll) {
 // The parts of a plan whose effect depends on the order of proxies: the
 // overflow set's order and the list of proxies whose range changed.
 void SweepGrid::applyOrderedParts(const RelinkPlan& plan) {
+  for (const auto& [proxy, range] : plan.wide) storeRange(proxy, range);
   for (const auto& [proxy, add] : plan.overflow)
     if (add)
       addToOverflow(proxy);

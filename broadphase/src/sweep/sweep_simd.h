@@ -25,9 +25,9 @@ inline void storeBox(StoredBox& b, __m256 lanes) { _mm256_store_ps(b.box.min.dat
 // SweepGrid::dirtyStateFor on a box in lanes, without a branch: rangeOf()
 // (floor(v * 1/side) per lane, `invSide8` holding the three inverse sides
 // twice, then 0, 0), packed to 16 bits with saturation, against the proxy's
-// stay key, eight lanes at once (lanes 6 and 7 are 0, and lane 6 is 1 in
-// kNeverStays).
-inline uint8_t dirtyStateInLanes(__m256 box, const float* invSide8, const StayKey& key) {
+// RangeKey, eight lanes at once (a box's lanes 6 and 7 are 0; a key has 1 in
+// lane 6 when the proxy cannot stay, in lane 7 when its range is wide).
+inline uint8_t dirtyStateInLanes(__m256 box, const float* invSide8, const RangeKey& key) {
   const __m256i cells =
       _mm256_cvttps_epi32(_mm256_floor_ps(_mm256_mul_ps(box, _mm256_loadu_ps(invSide8))));
   const __m128i packed =

@@ -28,9 +28,8 @@ uint64_t cellsIn(const CellRange& r) {
 std::string SweepGrid::validate() const {
   if (std::string why = pool_.validate(); !why.empty()) return "handle pool: " + why;
   const uint32_t cap = pool_.capacity();
-  for (const size_t size :
-       {boxes_.size(), static_.size(), dirty_.size(), kind_.size(), range_.size(),
-        overflowPos_.size(), stayKey_.size(), rangeChanged_.size() - 3})
+  for (const size_t size : {boxes_.size(), static_.size(), dirty_.size(), kind_.size(),
+                            overflowPos_.size(), rangeKey_.size(), rangeChanged_.size() - 3})
     if (size != cap) return "per-proxy arrays are not capacity() long";
   if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
   if (!eventTables_.empty()) return "cell events left over from an update";
@@ -39,17 +38,36 @@ std::string SweepGrid::validate() const {
   // in stayedList_ (which may also hold proxies that rose to relink since)
   // or counted in unlistedStays_.
   uint64_t relinks = 0, stays = 0;
+  // Range keys: the stay lane as canStay() says; a range in a wide slot
+  // exactly when it does not fit the lanes, each slot held once or free.
+  std::vector<uint8_t> slotHeld(wideRanges_.size(), 0);
+  for (const uint32_t slot : freeWide_) {
+    if (slot >= slotHeld.size() || slotHeld[slot]) return "wide range free list broken";
+    slotHeld[slot] = 1;
+  }
   for (uint32_t i = 0; i < cap; ++i) {
-    if (!(stayKey_[i] == stayKeyFor(i))) return "stay key does not match the registration" + at(i);
+    const RangeKey& key = rangeKey_[i];
+    if (key.lane[6] != (canStay(i) ? 0 : 1) || (key.lane[7] != 0 && key.lane[7] != 1))
+      return "range key's stay lane does not match the registration" + at(i);
+    if (key.wide()) {
+      if (kind_[i] == Registration::none) return "unregistered proxy holds a wide range" + at(i);
+      if (key.wideSlot() >= slotHeld.size() || slotHeld[key.wideSlot()])
+        return "wide range slot out of range or shared" + at(i);
+      slotHeld[key.wideSlot()] = 1;
+    }
+    if (kind_[i] != Registration::none && key.wide() == fitsRangeKey(rangeAt(i)))
+      return "range key holds its range in the wrong place" + at(i);
     if (dirty_[i] > kDirtyRelink) return "bad dirty state" + at(i);
     relinks += dirty_[i] == kDirtyRelink;
     stays += dirty_[i] == kDirtyStayed;
     // "Stayed" is trusted by update(): the proxy must really be in its cells,
     // and be one that can stay (a moving proxy in moving cells).
     if (dirty_[i] == kDirtyStayed &&
-        (!pool_.isLiveIndex(i) || !canStay(i) || rangeOf(boxes_[i].box) != range_[i]))
+        (!pool_.isLiveIndex(i) || !canStay(i) || rangeOf(boxes_[i].box) != rangeAt(i)))
       return "proxy marked as staying in its cells but its box left them" + at(i);
   }
+  if (std::find(slotHeld.begin(), slotHeld.end(), 0) != slotHeld.end())
+    return "a wide range slot is neither held nor free";
   if (relinks != dirtyList_.size()) return "relink states do not match the dirty list";
   for (const uint32_t i : dirtyList_)
     if (i >= cap || dirty_[i] != kDirtyRelink)
@@ -78,9 +96,9 @@ std::string SweepGrid::validate() const {
       return "overflow position set for a proxy not in overflow" + at(i);
     }
     if (kind_[i] == Registration::cells) {
-      if (classify(range_[i]) != Registration::cells)
+      if (classify(rangeAt(i)) != Registration::cells)
         return "registered in cells but spans too many" + at(i);
-      expectedEntries += cellsIn(range_[i]);
+      expectedEntries += cellsIn(rangeAt(i));
     }
     if (rangeChanged_[i]) return "range-changed flag left set" + at(i);
     if (dirty_[i]) continue;
@@ -90,7 +108,7 @@ std::string SweepGrid::validate() const {
     }
     if (kind_[i] == Registration::none) return "live proxy not registered" + at(i);
     const CellRange r = rangeOf(boxes_[i].box);
-    if (!(r == range_[i])) return "registered range differs from the box's cells" + at(i);
+    if (!(r == rangeAt(i))) return "registered range differs from the box's cells" + at(i);
     if (classify(r) != kind_[i])
       return "registration kind does not match the overflow rule" + at(i);
   }
@@ -131,7 +149,7 @@ std::string SweepGrid::validate() const {
       return "a proxy is twice in one cell" + where;
     for (uint32_t k = 0; k < n; ++k) {
       const uint32_t id = c.ids[k];
-      if (id >= cap || kind_[id] != Registration::cells || !rangeHolds(range_[id], c.coord) ||
+      if (id >= cap || kind_[id] != Registration::cells || !rangeHolds(rangeAt(id), c.coord) ||
           layer_[id] != c.layer)
         return "member not registered in this cell" + where + at(id);
       if (!dirty_[id] && groupOf(id) != c.layer) return "proxy in the wrong layer" + where + at(id);
@@ -141,7 +159,7 @@ std::string SweepGrid::validate() const {
       const Aabb e = c.box(k);
       if (e.min != b.min || e.max != b.max)
         return "cell keys differ from the exact box" + where + at(id);
-      const CellRange& r = range_[id];
+      const CellRange r = rangeAt(id);
       const uint8_t flags = uint8_t((r.lo[0] == c.coord.x) | ((r.lo[1] == c.coord.y) << 1) |
                                     ((r.lo[2] == c.coord.z) << 2));
       if (c.flags[k] != flags) return "entry flags wrong" + where + at(id);
