@@ -921,6 +921,29 @@ TEST(BroadPhase, MemoryUseSplitsMemoryBytesByPart) {
   }
 }
 
+// After a world is loaded (every proxy a pending add) and while every proxy
+// moves each frame, the change lists hold the frame's moves and no more:
+// the load's add list is released once adds are few, and the moves applied
+// are kept only for a query view. Loading would otherwise leave about 8
+// bytes a proxy behind for good.
+TEST(BroadPhase, ChangeListsHoldOnlyTheFramesMoves) {
+  constexpr uint32_t n = 200000;
+  Scene scene = makeScene(SceneKind::uniform, n, 3);
+  for (const int threads : {1, 2}) {
+    BroadPhase bp({.threads = threads});
+    std::vector<ProxyId> ids;
+    for (uint32_t i = 0; i < n; ++i) ids.push_back(bp.add({.box = scene.boxes[i]}));
+    bp.update();
+    for (int frame = 0; frame < 2; ++frame) {
+      scene.step();
+      for (uint32_t i = 0; i < n; ++i) bp.move(ids[i], scene.boxes[i]);
+      bp.update();
+    }
+    // pendingMoves_ (4 bytes a proxy, its capacity a power of two) alone.
+    EXPECT_LT(bp.memoryUse().changes, 6 * size_t(n)) << threads << " threads";
+  }
+}
+
 // A frame of many events (a pile forming, where every pair begins; the frame
 // where it scatters, where every pair ends) grows the event lists; two frames
 // of few events later that memory is released (memoryBytes() counts it), and

@@ -243,8 +243,8 @@ struct BroadPhase::Impl {
   /// anything reads them.
   bool movesUnmarked_ = false;
   /// The moves the last applyPending() gave the structure, by proxy index,
-  /// each proxy once, its box in boxes_ (the query structure's publish
-  /// reads them).
+  /// each proxy once, its box in boxes_: the query view's publish reads
+  /// them (kept only while there is a view).
   std::vector<uint32_t> appliedMoves_;
   /// The structure's batch when its slots are not the proxy indices
   /// (Side::remapped): the slot handles and boxes, gathered.

@@ -544,7 +544,13 @@ void BroadPhase::Impl::applyPending() {
     state_[i] = kInStructure;
     if (view_) view_->added.push_back(i);
   }
-  pendingAdds_.clear();
+  // A list grown by loading a world (every proxy a pending add) is released
+  // once the adds are few: it would keep 4 bytes a proxy. A steady churn
+  // never meets the condition, so it does not allocate.
+  if (pendingAdds_.capacity() > 8 * pendingAdds_.size() + 65536)
+    std::vector<uint32_t>().swap(pendingAdds_);
+  else
+    pendingAdds_.clear();
 
   // Handles and boxes were validated by move(): one unchecked batch, in the
   // order of the moves (an engine's batch in body order keeps the
@@ -586,7 +592,12 @@ void BroadPhase::Impl::applyPending() {
     });
     side.moveBatch(moveIds_, moveBoxes_, *scheduler_);
   }
-  appliedMoves_.swap(pendingMoves_);
+  // Only the query view's publish reads the applied moves: without it the
+  // list is not kept (4 bytes a proxy when every proxy moves).
+  if (view_)
+    appliedMoves_.swap(pendingMoves_);
+  else if (appliedMoves_.capacity() != 0)
+    std::vector<uint32_t>().swap(appliedMoves_);
   pendingMoves_.clear();
 }
 
