@@ -179,8 +179,14 @@ void BroadPhase::Impl::shiftOrigin(const Vec3& offset) {
 std::string BroadPhase::Impl::validate() const {
   if (std::string e = pool_.validate(); !e.empty()) return "handle pool: " + e;
   if (std::string e = structure_->validate(); !e.empty()) return "structure: " + e;
+  std::vector<uint32_t> filterSlots;
   for (uint32_t i = 0; i < rules_.size(); ++i) {
-    if (!pool_.isLiveIndex(i)) continue;
+    if (!pool_.isLiveIndex(i)) {
+      if (rules_[i].filterSlot != kDefaultFilter)
+        return "removed proxy " + std::to_string(i) + " still holds a filter slot";
+      continue;
+    }
+    filterSlots.push_back(rules_[i].filterSlot);
     if (!isValid(boxes_[i])) return "proxy " + std::to_string(i) + " holds an invalid box";
     if (state_[i] & kPendingAdd) continue;
     const Side& side = *structure_;
@@ -189,6 +195,7 @@ std::string BroadPhase::Impl::validate() const {
     if (side.outer[inner_[i].index] != i)
       return "proxy " + std::to_string(i) + " maps to a structure slot that maps elsewhere";
   }
+  if (std::string e = filters_.validate(filterSlots); !e.empty()) return "filters: " + e;
   if (movesUnmarked_) {
     for (size_t k = 0; k < pendingMoves_.size(); ++k) {
       const uint32_t i = pendingMoves_[k];
@@ -227,7 +234,7 @@ MemoryUse BroadPhase::Impl::memoryUse() const {
   m.structure = side.structureBytes();
   m.rayTree = side.rays.tree.memoryBytes();
   m.proxies = sizeof(Impl) + bytes(boxes_) + bytes(userData_) + bytes(rules_) + bytes(inner_) +
-              bytes(state_) + bytes(renewed_) + pool_.memoryBytes();
+              bytes(state_) + bytes(renewed_) + pool_.memoryBytes() + filters_.memoryBytes();
   m.changes = bytes(pendingAdds_) + bytes(pendingMoves_) + bytes(pendingRemoves_) +
               bytes(appliedMoves_) + bytes(moveIds_) + bytes(moveBoxes_) + bytes(chunkAscending_) +
               bytes(chunkCount_) + bytes(renewedList_);

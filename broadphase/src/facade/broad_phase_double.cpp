@@ -412,7 +412,7 @@ void BroadPhase::Impl::queryBox(const DAabb& box, OverlapCallback callback,
   side.visit([&](const auto& s) {
     s.queryBox(frame, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.filters[p])) return true;
       if (!overlaps(worldOf(w, o, s.box(slot), p), box)) return true;
       return callback(p);
     });
@@ -434,7 +434,7 @@ void BroadPhase::Impl::queryPoint(const DVec3& point, OverlapCallback callback,
   side.visit([&](const auto& s) {
     s.queryBox(frame, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.filters[p])) return true;
       if (!containsPoint(worldOf(w, o, s.box(slot), p), point)) return true;
       return callback(p);
     });
@@ -476,7 +476,7 @@ void BroadPhase::Impl::walkDoubleRay(const QueryRead& read, const DRay& ray, con
   side.visit([&](const auto& s) {
     s.castBox(grow, frameRay, [&](uint32_t slot, float) -> float {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return kInfinity;
+      if (p == kNullIndex || !filter.accepts(read.filters[p])) return kInfinity;
       return fn(p, worldOf(w, o, s.box(slot), p));
     });
   });
@@ -551,9 +551,7 @@ void BroadPhase::Impl::nearest(const DVec3& point, uint32_t k, std::vector<DNeig
   auto clampToFrame = [&](double v) { return std::clamp(float(v), -limit, limit); };
   const Vec3 framePoint(clampToFrame(rel.x), clampToFrame(rel.y), clampToFrame(rel.z));
   side.visit([&](const auto& s) {
-    auto usable = [&](uint32_t p) {
-      return p != kNullIndex && filter.accepts(read.rules[p].filter);
-    };
+    auto usable = [&](uint32_t p) { return p != kNullIndex && filter.accepts(read.filters[p]); };
     auto exact = [&](uint32_t slot, uint32_t p) {
       return DNeighbour{p, distanceSquared(worldOf(w, o, s.box(slot), p), point)};
     };

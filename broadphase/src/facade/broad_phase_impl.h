@@ -11,6 +11,7 @@
 #include <broadphase/broad_phase.h>
 
 #include "common/handle_pool.h"
+#include "facade/filter_store.h"
 
 #include <cstdint>
 #include <memory>
@@ -209,23 +210,24 @@ struct BroadPhase::Impl {
   /// Per proxy, indexed by ProxyId::index, a ProxyDesc split by use: the
   /// box (move() writes 24 dense bytes a proxy), the user data (8 dense
   /// bytes: the pair loop reads them for every pair, in random order), and
-  /// the rules queries and filters read.
+  /// the rules queries and filters read, the filter as a slot of filters_.
   struct Rules {
-    Filter filter;
-    MotionType motion;
-    uint8_t layer;  // < kMaxLayers
+    uint32_t filterSlot = kDefaultFilter;
+    MotionType motion = MotionType::dynamic;
+    uint8_t layer = 0;  // < kMaxLayers
   };
+  static_assert(sizeof(Rules) == 8);
   HandlePool pool_;
   std::vector<Aabb> boxes_;
   std::vector<uint64_t> userData_;
   std::vector<Rules> rules_;
+  FilterStore filters_;
   /// Live proxies with a non-default filter or kinematic motion, plus live
   /// double proxies (whose pairs accepts() decides in double); while 0,
   /// every pair the structure reports stands and accepts() reads nothing.
   uint32_t special_ = 0;
   static bool isSpecial(MotionType motion, const Filter& f) {
-    return motion == MotionType::kinematic || f.category != Filter{}.category ||
-           f.mask != Filter{}.mask;
+    return motion == MotionType::kinematic || !isDefaultFilter(f);
   }
   std::vector<ProxyId> inner_;  ///< handle inside the structure
   std::vector<uint8_t> state_;

@@ -171,7 +171,7 @@ void BroadPhase::Impl::queryBox(const Aabb& box, OverlapCallback callback,
   side.visit([&](const auto& s) {
     s.queryBox(box, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.filters[p])) return true;
       return callback(p);
     });
   });
@@ -185,7 +185,7 @@ void BroadPhase::Impl::queryPoint(const Vec3& point, OverlapCallback callback,
   side.visit([&](const auto& s) {
     s.queryPoint(point, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.filters[p])) return true;
       return callback(p);
     });
   });
@@ -194,21 +194,21 @@ void BroadPhase::Impl::queryPoint(const Vec3& point, OverlapCallback callback,
 namespace {
 
 // Whether proxy p (kNullIndex: a slot that maps to none) may be reported to
-// a query with `filter`. `filters`: the rules to check the filter against,
+// a query with `filter`. `filters`: the proxies' filters to check it against,
 // null when the filter accepts every proxy (QueryRead::filtersOf).
-template <class Rules>
-bool reportable(uint32_t p, const Filter& filter, const std::vector<Rules>* filters) {
-  return p != kNullIndex && (!filters || filter.accepts((*filters)[p].filter));
+template <class Filters>
+bool reportable(uint32_t p, const Filter& filter, const Filters* filters) {
+  return p != kNullIndex && (!filters || filter.accepts((*filters)[p]));
 }
 
 // Closest or any hit through a BroadPhase's ray tree, when it has one for
 // this ray, or else its structure; in proxy indices. (Templates only because
-// Side and Rules are BroadPhase's private types.)
-// `filters`: the rules to check the filter against, null when the filter
+// Side and QueryRead::Filters are BroadPhase's private types.)
+// `filters`: the proxies' filters to check it against, null when the filter
 // accepts every proxy (QueryRead::filtersOf).
-template <class Side, class Rules>
+template <class Side, class Filters>
 RayHit castOne(const Side& side, const RayTree* tree, const Ray& ray, RayQuery kind,
-               const Filter& filter, const std::vector<Rules>* filters) {
+               const Filter& filter, const Filters* filters) {
   RayHit best;
   if (tree) {
     const auto accepted = [&](uint32_t p) { return reportable(p, filter, filters); };
@@ -273,9 +273,9 @@ bool sharesOrigins(std::span<const Ray> rays) {
 
 // Closest or any hit of `count` rays that share their origin, through the
 // tree as one packet (ray_packet_walk.h): each ray's answer is castOne's.
-template <class Rules>
+template <class Filters>
 void castPacket(const RayTree& tree, const Ray* rays, int count, RayQuery kind,
-                const Filter& filter, const std::vector<Rules>* filters, RayHit* best) {
+                const Filter& filter, const Filters* filters, RayHit* best) {
   RayPacketWalk(tree, rays, count)
       .cast(
           rays, kind == RayQuery::any, [&](uint32_t p) { return reportable(p, filter, filters); },
@@ -308,12 +308,12 @@ void castEach(const Side& side, const RayTree* tree, const Ray& ray, Callback&& 
 
 // Appends to `list` every proxy the ray enters that the filter accepts,
 // sorted by hitBefore (castRayAll's answer, and one ray's of castRaysAll).
-template <class Side, class Rules>
+template <class Side, class Filters>
 void appendEveryHit(const Side& side, const RayTree* tree, const Ray& ray, const Filter& filter,
-                    const std::vector<Rules>* filters, std::vector<RayHit>& list) {
+                    const Filters* filters, std::vector<RayHit>& list) {
   const size_t first = list.size();
   castEach(side, tree, ray, [&](uint32_t p, float t) -> float {
-    if (!filters || filter.accepts((*filters)[p].filter)) list.push_back({p, t});
+    if (!filters || filter.accepts((*filters)[p])) list.push_back({p, t});
     return kInfinity;
   });
   std::sort(list.begin() + ptrdiff_t(first), list.end(), hitBefore);
@@ -381,7 +381,7 @@ void BroadPhase::Impl::castRay(const Vec3& origin, const Vec3& direction, float 
   const auto* filters = read.filtersOf(filter, none);
   if (none) return;
   castEach(read.side, rayTree(read, 1), r, [&](uint32_t p, float t) -> float {
-    return !filters || filter.accepts((*filters)[p].filter) ? callback(p, t) : kInfinity;
+    return !filters || filter.accepts((*filters)[p]) ? callback(p, t) : kInfinity;
   });
 }
 
@@ -523,11 +523,11 @@ namespace {
 // neighbourBefore): through the rays' tree when there is one, else the
 // structure's own search. Returns what the search counts as toward the
 // tree (Side::nearestAsRays; 0 through the tree). (Templates only because
-// Side and Rules are BroadPhase's private types.)
-template <class Side, class Rules>
-uint64_t nearestOne(const Side& side, const RayTree* tree, const std::vector<Rules>& rules,
-                    const Vec3& point, uint32_t k, const Filter& filter,
-                    const std::vector<Rules>* filters, std::vector<Neighbour>& out) {
+// Side and QueryRead::Filters are BroadPhase's private types.)
+template <class Side, class Filters>
+uint64_t nearestOne(const Side& side, const RayTree* tree, const Filters& all, const Vec3& point,
+                    uint32_t k, const Filter& filter, const Filters* filters,
+                    std::vector<Neighbour>& out) {
   if (tree) {
     thread_local std::vector<RayTreeNearestEntry> open;
     nearestInRayTree(
@@ -544,7 +544,7 @@ uint64_t nearestOne(const Side& side, const RayTree* tree, const std::vector<Rul
   const uint32_t total = side.proxyCount();
   const auto usable = [&](uint32_t slot) {
     const uint32_t p = side.outer[slot];
-    return p != kNullIndex && filter.accepts(rules[p].filter);
+    return p != kNullIndex && filter.accepts(all[p]);
   };
   for (;;) {
     side.nearest(point, want, found, work);
@@ -583,7 +583,7 @@ void BroadPhase::Impl::nearest(const Vec3& point, uint32_t k, std::vector<Neighb
   // The tree when it is there (or the searches so far pay for it now);
   // else the structure answers and its work is counted toward the tree.
   const RayTree* tree = rayTree(read, 0);
-  const uint64_t cost = nearestOne(read.side, tree, read.rules, point, k, filter, filters, out);
+  const uint64_t cost = nearestOne(read.side, tree, read.filters, point, k, filter, filters, out);
   if (!tree) rayTree(read, cost);
 }
 
@@ -620,7 +620,7 @@ void BroadPhase::Impl::nearest(std::span<const Vec3> points, uint32_t k,
     uint64_t cost = 0;
     for (uint32_t place = c * kChunk; place < std::min(count, (c + 1) * kChunk); ++place) {
       const uint32_t q = pointAt(place);
-      cost += nearestOne(read.side, tree, read.rules, points[q], k, filter, filters, one);
+      cost += nearestOne(read.side, tree, read.filters, points[q], k, filter, filters, one);
       startIn[q] = uint32_t(lists[c].size());
       lists[c].insert(lists[c].end(), one.begin(), one.end());
       offsets[q + 1] = one.size();
@@ -674,7 +674,7 @@ RayHit BroadPhase::Impl::castBox(const Vec3& halfExtent, const Vec3& origin, con
   side.visit([&](const auto& s) {
     s.queryBox(sweep, [&](uint32_t slot) {
       const uint32_t p = side.outer[slot];
-      if (p == kNullIndex || !filter.accepts(read.rules[p].filter)) return true;
+      if (p == kNullIndex || !filter.accepts(read.filters[p])) return true;
       const Aabb& b = s.box(slot);
       const Aabb grown{b.min - halfExtent, b.max + halfExtent};
       float t;

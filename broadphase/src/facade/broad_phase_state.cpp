@@ -33,10 +33,6 @@ bool sameBits(const Aabb& a, const Aabb& b) { return std::memcmp(&a, &b, sizeof(
 bool sameBits(const DAabb& a, const DAabb& b) { return std::memcmp(&a, &b, sizeof(DAabb)) == 0; }
 bool sameBits(const DVec3& a, const DVec3& b) { return std::memcmp(&a, &b, sizeof(DVec3)) == 0; }
 
-bool isDefault(const Filter& f) {
-  return f.category == Filter{}.category && f.mask == Filter{}.mask;
-}
-
 std::string str(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
@@ -106,7 +102,7 @@ void BroadPhase::Impl::StateCodec::save(const BroadPhase::Impl& b, std::vector<s
     const uint8_t s = b.state_[i];
     const Rules& r = b.rules_[i];
     uint8_t f = uint8_t(r.motion);
-    if (!isDefault(r.filter)) {
+    if (r.filterSlot != kDefaultFilter) {
       f |= kFlagFilter;
       ++h.filterCount;
     }
@@ -188,9 +184,10 @@ void BroadPhase::Impl::StateCodec::save(const BroadPhase::Impl& b, std::vector<s
   for (uint32_t i : live) w.u64(b.userData_[i]);
   for (uint8_t f : flags) w.u8(f);
   for (uint32_t i : live)
-    if (!isDefault(b.rules_[i].filter)) {
-      w.u64(b.rules_[i].filter.category);
-      w.u64(b.rules_[i].filter.mask);
+    if (b.rules_[i].filterSlot != kDefaultFilter) {
+      const Filter& filter = b.filters_[b.rules_[i].filterSlot];
+      w.u64(filter.category);
+      w.u64(filter.mask);
     }
   for (uint32_t i : live)
     if (b.rules_[i].layer != 0) w.u8(b.rules_[i].layer);
@@ -340,7 +337,8 @@ bool BroadPhase::Impl::StateCodec::decode(std::span<const std::byte> bytes, Deco
     if (d.flags[i] & kFlagFilter) {
       d.filters[i].category = r.u64();
       d.filters[i].mask = r.u64();
-      if (isDefault(d.filters[i])) return fail("proxy " + str(i) + ": a default filter listed");
+      if (isDefaultFilter(d.filters[i]))
+        return fail("proxy " + str(i) + ": a default filter listed");
     }
   d.layers.assign(cap, 0);
   for (uint32_t i : live)
@@ -492,7 +490,8 @@ bool BroadPhase::Impl::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pe
 void BroadPhase::Impl::StateCodec::commit(BroadPhase::Impl& b, Decoded& d) {
   using namespace snapshot;
   const uint32_t cap = d.header.capacity;
-  std::vector<Rules> rules(cap, Rules{Filter{}, MotionType::dynamic, 0});
+  std::vector<Rules> rules(cap);
+  FilterStore filters;
   std::vector<ProxyId> inner(cap);
   std::vector<uint8_t> state(cap, 0);
   std::vector<uint32_t> pendingAdds, pendingMoves;
@@ -504,7 +503,7 @@ void BroadPhase::Impl::StateCodec::commit(BroadPhase::Impl& b, Decoded& d) {
     if (!d.live[i]) continue;
     const uint8_t f = d.flags[i];
     const MotionType motion = MotionType(f & kFlagMotion);
-    rules[i] = {d.filters[i], motion, d.layers[i]};
+    rules[i] = {filters.set(kDefaultFilter, d.filters[i]), motion, d.layers[i]};
     special += isSpecial(motion, d.filters[i]);
     const bool pendingAdd = f & kFlagPendingAdd, rehome = f & kFlagRehome;
     if (!pendingAdd || rehome) {
@@ -542,6 +541,7 @@ void BroadPhase::Impl::StateCodec::commit(BroadPhase::Impl& b, Decoded& d) {
   b.boxes_ = std::move(d.boxes);
   b.userData_ = std::move(d.userData);
   b.rules_ = std::move(rules);
+  b.filters_ = std::move(filters);
   b.special_ = special;
   b.inner_ = std::move(inner);
   b.state_ = std::move(state);

@@ -90,7 +90,7 @@ bool BroadPhase::Impl::accepts(uint32_t a, uint32_t b) const {
   if (onlyDoubleSpecial()) return exactOverlap(a, b);
   const Rules& da = rules_[a];
   const Rules& db = rules_[b];
-  if (!da.filter.accepts(db.filter)) return false;
+  if (!filters_[da.filterSlot].accepts(filters_[db.filterSlot])) return false;
   const bool aKin = da.motion == MotionType::kinematic;
   const bool bKin = db.motion == MotionType::kinematic;
   if (aKin && (bKin ? !config_.pairKinematicKinematic : db.motion == MotionType::staticBody))

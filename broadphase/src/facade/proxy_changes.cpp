@@ -114,7 +114,7 @@ ProxyId BroadPhase::Impl::addChecked(const ProxyDesc& desc) {
     state_.resize(i + 1, 0);
     renewed_.resize(i + 1, 0);
   }
-  rules_[i] = {desc.filter, desc.motion, uint8_t(desc.layer)};
+  rules_[i] = {filters_.set(kDefaultFilter, desc.filter), desc.motion, uint8_t(desc.layer)};
   boxes_[i] = desc.box;
   userData_[i] = desc.userData;
   special_ += isSpecial(desc.motion, desc.filter);
@@ -172,7 +172,9 @@ void BroadPhase::Impl::removeChecked(ProxyId id) {
     renewed_[i] = 1;
   }
   dropIfListed(i);
-  special_ -= isSpecial(rules_[i].motion, rules_[i].filter);
+  special_ -= isSpecial(rules_[i].motion, filters_[rules_[i].filterSlot]);
+  filters_.release(rules_[i].filterSlot);
+  rules_[i].filterSlot = kDefaultFilter;
   if (dworld_) forgetDouble(i);
   state_[i] = 0;
   pool_.release(id);
@@ -462,8 +464,9 @@ void BroadPhase::Impl::recordMove(uint32_t i, const Aabb& box) {
 void BroadPhase::Impl::setFilter(ProxyId id, const Filter& filter) {
   if (!checkLive(id, "setFilter")) return;
   Rules& r = rules_[id.index];
-  special_ += uint32_t(isSpecial(r.motion, filter)) - uint32_t(isSpecial(r.motion, r.filter));
-  r.filter = filter;
+  special_ +=
+      uint32_t(isSpecial(r.motion, filter)) - uint32_t(isSpecial(r.motion, filters_[r.filterSlot]));
+  r.filterSlot = filters_.set(r.filterSlot, filter);
   if (view_) view_->setFilter(id.index, filter);
 }
 
@@ -484,7 +487,8 @@ void BroadPhase::Impl::setMotionType(ProxyId id, MotionType motion) {
   }
   const uint32_t i = id.index;
   Rules& r = rules_[i];
-  special_ += uint32_t(isSpecial(motion, r.filter)) - uint32_t(isSpecial(r.motion, r.filter));
+  const Filter& filter = filters_[r.filterSlot];
+  special_ += uint32_t(isSpecial(motion, filter)) - uint32_t(isSpecial(r.motion, filter));
   const bool wasStatic = r.motion == MotionType::staticBody;
   r.motion = motion;
   // The structures keep statics apart (the BVH's static tree, the sweep's
@@ -523,7 +527,8 @@ ProxyId BroadPhase::Impl::handleOf(uint32_t index) const {
 ProxyDesc BroadPhase::Impl::desc(ProxyId id) const {
   if (!checkLive(id, "desc")) return ProxyDesc{.box = Aabb::empty()};
   const uint32_t i = id.index;
-  return {boxes_[i], rules_[i].motion, rules_[i].filter, userData_[i], rules_[i].layer};
+  return {boxes_[i], rules_[i].motion, filters_[rules_[i].filterSlot], userData_[i],
+          rules_[i].layer};
 }
 
 uint32_t BroadPhase::Impl::proxyCount() const { return pool_.liveCount(); }

@@ -31,6 +31,8 @@ void BroadPhase::Impl::QueryView::forget(uint32_t proxy) {
     dropRecordedMove(proxy);
     side->forget(h.index);
     live[proxy] = 0;
+    filters.release(rules[proxy].filterSlot);
+    rules[proxy].filterSlot = kDefaultFilter;
     inner[proxy].index = kNullIndex;
   }
   removed.push_back(h);
@@ -39,7 +41,7 @@ void BroadPhase::Impl::QueryView::forget(uint32_t proxy) {
 void BroadPhase::Impl::QueryView::setFilter(uint32_t proxy, const Filter& filter) {
   if (!has(proxy)) return;  // publish() copies it with the add
   const auto lock = lockExclusive();
-  rules[proxy].filter = filter;
+  rules[proxy].filterSlot = filters.set(rules[proxy].filterSlot, filter);
 }
 
 bool BroadPhase::Impl::QueryView::stageDoubles(const BroadPhase::Impl& bp) {
@@ -116,7 +118,8 @@ void BroadPhase::Impl::QueryView::publish(const BroadPhase::Impl& bp) {
     }
     const Rules& r = bp.rules_[p];
     inner[p] = side->add(bp.boxes_[p], r.motion == MotionType::staticBody, 0, p);
-    rules[p] = r;
+    // (A proxy not in the view holds no slot of the view's: forget() freed it.)
+    rules[p] = {filters.set(rules[p].filterSlot, bp.filters_[r.filterSlot]), r.motion, r.layer};
     userData[p] = bp.userData_[p];
     live[p] = 1;
   }
@@ -203,11 +206,17 @@ void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
   const bool doublesNow = stageDoubles(bp);
   fresh->update(*bp.scheduler_);
   std::vector<Rules> freshRules = bp.rules_;
+  FilterStore freshFilters;  // the view's own slots, for the proxies it holds
+  for (uint32_t p = 0; p < n; ++p)
+    freshRules[p].filterSlot =
+        freshLive[p] ? freshFilters.set(kDefaultFilter, bp.filters_[bp.rules_[p].filterSlot])
+                     : kDefaultFilter;
   std::vector<uint64_t> freshUserData = bp.userData_;
   {
     const auto lock = lockExclusive();
     side.swap(fresh);
     rules.swap(freshRules);
+    std::swap(filters, freshFilters);
     userData.swap(freshUserData);
     live.swap(freshLive);
     swapDoubles(doublesNow);
@@ -235,12 +244,22 @@ std::string BroadPhase::Impl::QueryView::validate(const BroadPhase::Impl& bp) {
   }
   if (std::string e = side->validate(); !e.empty()) return "query structure: " + e;
   uint32_t inView = 0;
+  std::vector<uint32_t> filterSlots;
   for (uint32_t p = 0; p < inner.size(); ++p) {
     const bool present = has(p);
     inView += present;
     if (present != (p < live.size() && live[p]))
       return "query structure: proxy " + std::to_string(p) + " is live there but has no slot";
-    if (!present) continue;
+    if (!present) {
+      if (p < rules.size() && rules[p].filterSlot != kDefaultFilter)
+        return "query structure: proxy " + std::to_string(p) + " holds a filter slot, not there";
+      continue;
+    }
+    filterSlots.push_back(rules[p].filterSlot);
+    const Filter& mine = filters[rules[p].filterSlot];
+    const Filter& writers = bp.filters_[bp.rules_[p].filterSlot];
+    if (mine.category != writers.category || mine.mask != writers.mask)
+      return "query structure: proxy " + std::to_string(p) + " has another filter there";
     if (!bp.pool_.isLiveIndex(p))
       return "query structure: removed proxy " + std::to_string(p) + " is still reported";
     if (side->outer[inner[p].index] != p)
@@ -249,6 +268,7 @@ std::string BroadPhase::Impl::QueryView::validate(const BroadPhase::Impl& bp) {
     if ((s & kPendingAdd) && !(s & kRehome))
       return "query structure: proxy " + std::to_string(p) + " is there before its add";
   }
+  if (std::string e = filters.validate(filterSlots); !e.empty()) return "query structure: " + e;
   for (uint32_t p = 0; p < bp.state_.size(); ++p)
     if (bp.pool_.isLiveIndex(p) && !(bp.state_[p] & kPendingAdd) && !has(p))
       return "query structure: proxy " + std::to_string(p) + " is missing";
@@ -260,8 +280,8 @@ std::string BroadPhase::Impl::QueryView::validate(const BroadPhase::Impl& bp) {
 
 size_t BroadPhase::Impl::QueryView::memoryBytes() const {
   return side->memoryBytes() + doubles.memoryBytes() + stagedDoubles.memoryBytes() +
-         rules.capacity() * sizeof(Rules) + userData.capacity() * sizeof(uint64_t) +
-         live.capacity() +
+         rules.capacity() * sizeof(Rules) + filters.memoryBytes() +
+         userData.capacity() * sizeof(uint64_t) + live.capacity() +
          (inner.capacity() + removed.capacity() + moveIds.capacity()) * sizeof(ProxyId) +
          moveBoxes.capacity() * sizeof(Aabb) +
          (added.capacity() + userDataSet.capacity() + doublesTouched.capacity() +
@@ -291,7 +311,7 @@ const View* lockFor(View* view, bool held) {
 BroadPhase::Impl::QueryRead::QueryRead(const BroadPhase::Impl& bp)
     : locked(lockFor(bp.view_.get(), bp.view_ && heldHere(bp))),
       side(bp.view_ ? *bp.view_->side : *bp.structure_),
-      rules(bp.view_ ? bp.view_->rules : bp.rules_),
+      filters{bp.view_ ? bp.view_->rules : bp.rules_, bp.view_ ? bp.view_->filters : bp.filters_},
       dworld(bp.view_ ? bp.view_->doubleView() : bp.dworld_.get()),
       workers(bp.view_ ? nullptr : bp.scheduler_.get()),
       defaultFilters(!bp.view_ && bp.special_ == 0) {}

@@ -60,7 +60,8 @@ struct BroadPhase::Impl::QueryView {
   mutable std::shared_mutex mutex;
   mutable std::mutex gate;
   std::unique_ptr<Side> side;      // side->outer maps its slots to proxies
-  std::vector<Rules> rules;        // per proxy index: the filter queries test
+  std::vector<Rules> rules;        // per proxy index: the filter queries test (a slot of `filters`)
+  FilterStore filters;             // the view's own: the writer's slots change under queries
   std::vector<uint64_t> userData;  // per proxy index: as of the published frame
   std::vector<uint8_t> live;       // per proxy index: 1 while a query may report it
   uint64_t frame = 0;              // publishes so far (QueryFrame::index)
@@ -173,7 +174,14 @@ struct BroadPhase::Impl::QueryRead {
 
   const QueryView* const locked;  // first: the lock is taken before anything is read
   const Side& side;
-  const std::vector<Rules>& rules;
+  // The proxies' filters as this query reads them: each proxy's slot (its
+  // Rules) in a store of filters.
+  struct Filters {
+    const std::vector<Rules>& rules;
+    const FilterStore& store;
+    const Filter& operator[](uint32_t p) const { return store[rules[p].filterSlot]; }
+  };
+  const Filters filters;
   const DoubleWorld* const dworld;  // null in a float world
   // The BroadPhase's workers, or null when reading a view: a query thread's
   // work (a batch of rays, the view's ray tree) then stays on that thread,
@@ -183,11 +191,11 @@ struct BroadPhase::Impl::QueryRead {
   // them or none (filtersOf). Only known for the pair structure's side.
   const bool defaultFilters;
 
-  // The rules a query with `filter` must read, or null when it accepts
+  // The filters a query with `filter` must read, or null when it accepts
   // every proxy; `none` is set when it accepts none.
-  const std::vector<Rules>* filtersOf(const Filter& filter, bool& none) const {
+  const Filters* filtersOf(const Filter& filter, bool& none) const {
     none = defaultFilters && !filter.accepts(Filter{});
-    return defaultFilters ? nullptr : &rules;
+    return defaultFilters ? nullptr : &filters;
   }
 };
 
