@@ -86,8 +86,9 @@ void BroadPhase::Impl::rebuild() {
   structure_ = makeStructure();
   for (uint32_t i = 0; i < rules_.size(); ++i) {
     if (!pool_.isLiveIndex(i)) continue;
-    inner_[i] =
-        structure_->add(boxes_[i], rules_[i].motion == MotionType::staticBody, rules_[i].layer, i);
+    slot_[i] =
+        structure_->add(boxes_[i], rules_[i].motion == MotionType::staticBody, rules_[i].layer, i)
+            .index;
     state_[i] = kInStructure;
   }
 }
@@ -190,9 +191,9 @@ std::string BroadPhase::Impl::validate() const {
     if (!isValid(boxes_[i])) return "proxy " + std::to_string(i) + " holds an invalid box";
     if (state_[i] & kPendingAdd) continue;
     const Side& side = *structure_;
-    if (!side.contains(inner_[i]))
+    if (slot_[i] >= side.outer.size() || side.outer[slot_[i]] == kNullIndex)
       return "proxy " + std::to_string(i) + " is missing from its structure";
-    if (side.outer[inner_[i].index] != i)
+    if (side.outer[slot_[i]] != i)
       return "proxy " + std::to_string(i) + " maps to a structure slot that maps elsewhere";
   }
   if (std::string e = filters_.validate(filterSlots); !e.empty()) return "filters: " + e;
@@ -233,7 +234,7 @@ MemoryUse BroadPhase::Impl::memoryUse() const {
   const Side& side = *structure_;
   m.structure = side.structureBytes();
   m.rayTree = side.rays.tree.memoryBytes();
-  m.proxies = sizeof(Impl) + bytes(boxes_) + bytes(userData_) + bytes(rules_) + bytes(inner_) +
+  m.proxies = sizeof(Impl) + bytes(boxes_) + bytes(userData_) + bytes(rules_) + bytes(slot_) +
               bytes(state_) + bytes(renewed_) + pool_.memoryBytes() + filters_.memoryBytes();
   m.changes = bytes(pendingAdds_) + bytes(pendingMoves_) + bytes(pendingRemoves_) +
               bytes(appliedMoves_) + bytes(moveIds_) + bytes(moveBoxes_) + bytes(chunkAscending_) +

@@ -229,7 +229,9 @@ struct BroadPhase::Impl {
   static bool isSpecial(MotionType motion, const Filter& f) {
     return motion == MotionType::kinematic || !isDefaultFilter(f);
   }
-  std::vector<ProxyId> inner_;  ///< handle inside the structure
+  /// The proxy's slot in the structure (its handle there:
+  /// Side::handleOf), 4 bytes where the handle takes 8.
+  std::vector<uint32_t> slot_;
   std::vector<uint8_t> state_;
   std::vector<uint8_t> renewed_;  ///< removed (and maybe reused) since the last update
 

@@ -42,7 +42,7 @@ void BroadPhase::Impl::setLayer(ProxyId id, uint32_t layer) {
   // so its index and standing pairs stay. A pending add takes the new layer.
   if (state_[i] & kPendingAdd) return;
   dropIfListed(i);
-  pendingRemoves_.push_back(inner_[i]);
+  pendingRemoves_.push_back(structure_->handleOf(slot_[i]));
   state_[i] = kPendingAdd | kRehome;
   pendingAdds_.push_back(i);
 }

@@ -126,6 +126,10 @@ struct BroadPhase::Impl::Side {
     visit([&](auto& s) { s.findPairs(scheduler, pairs, budget); });
   }
 
+  // The structure's handle of a live slot.
+  ProxyId handleOf(uint32_t slot) const {
+    return visit([&](const auto& s) { return s.handleOf(slot); });
+  }
   bool contains(ProxyId id) const {
     return visit([&](const auto& s) { return s.contains(id); });
   }

@@ -116,7 +116,7 @@ void BroadPhase::Impl::StateCodec::save(const BroadPhase::Impl& b, std::vector<s
       f |= kFlagPendingMove;
     // In the structure: queries see the box it holds there until the update.
     if (!(s & BroadPhase::Impl::kPendingAdd) || (s & BroadPhase::Impl::kRehome)) {
-      const Aabb seen = side.visit([&](const auto& st) { return st.box(b.inner_[i].index); });
+      const Aabb seen = side.visit([&](const auto& st) { return st.box(b.slot_[i]); });
       if (!sameBits(seen, b.boxes_[i])) {
         f |= kFlagStructureBox;
         structureBoxes.push_back(seen);
@@ -492,7 +492,7 @@ void BroadPhase::Impl::StateCodec::commit(BroadPhase::Impl& b, Decoded& d) {
   const uint32_t cap = d.header.capacity;
   std::vector<Rules> rules(cap);
   FilterStore filters;
-  std::vector<ProxyId> inner(cap);
+  std::vector<uint32_t> slots(cap, kNullIndex);
   std::vector<uint8_t> state(cap, 0);
   std::vector<uint32_t> pendingAdds, pendingMoves;
   std::vector<ProxyId> pendingRemoves;
@@ -510,13 +510,15 @@ void BroadPhase::Impl::StateCodec::commit(BroadPhase::Impl& b, Decoded& d) {
       // A rehomed proxy's old place (the part of its old motion type, its
       // old layer) is not saved: queries look at neither, and the update
       // takes it out of wherever it is. It goes where its rules say now.
-      inner[i] = structure->add((f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i],
-                                motion == MotionType::staticBody, d.layers[i], i);
+      slots[i] = structure
+                     ->add((f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i],
+                           motion == MotionType::staticBody, d.layers[i], i)
+                     .index;
     }
     if (pendingAdd) {
       state[i] = uint8_t(kPendingAdd | (rehome ? kRehome : 0));
       pendingAdds.push_back(i);
-      if (rehome) pendingRemoves.push_back(inner[i]);
+      if (rehome) pendingRemoves.push_back(structure->handleOf(slots[i]));
     } else {
       const bool moved = f & kFlagPendingMove;
       state[i] = uint8_t(kInStructure | (moved ? kPendingMove : 0));
@@ -543,7 +545,7 @@ void BroadPhase::Impl::StateCodec::commit(BroadPhase::Impl& b, Decoded& d) {
   b.rules_ = std::move(rules);
   b.filters_ = std::move(filters);
   b.special_ = special;
-  b.inner_ = std::move(inner);
+  b.slot_ = std::move(slots);
   b.state_ = std::move(state);
   b.renewed_ = std::move(d.renewed);
   b.renewedList_ = std::move(d.renewedList);

@@ -110,7 +110,7 @@ ProxyId BroadPhase::Impl::addChecked(const ProxyDesc& desc) {
     rules_.resize(i + 1);
     boxes_.resize(i + 1);
     userData_.resize(i + 1);
-    inner_.resize(i + 1);
+    slot_.resize(i + 1);
     state_.resize(i + 1, 0);
     renewed_.resize(i + 1, 0);
   }
@@ -165,9 +165,9 @@ void BroadPhase::Impl::removeChecked(ProxyId id) {
     // report it again: its slot stops mapping to this index now (the index
     // may be reused by the next add before the update). A rehomed proxy's
     // old slot is queued for removal already.
-    structure_->forget(inner_[i].index);
+    structure_->forget(slot_[i]);
     if (view_) view_->forget(i);
-    if (!(state_[i] & kRehome)) pendingRemoves_.push_back(inner_[i]);
+    if (!(state_[i] & kRehome)) pendingRemoves_.push_back(structure_->handleOf(slot_[i]));
     if (!renewed_[i]) renewedList_.push_back(i);
     renewed_[i] = 1;
   }
@@ -417,7 +417,7 @@ void BroadPhase::Impl::restoreStructureBoxes(std::span<const ProxyId> ids, uint3
   const Side& side = *structure_;
   for (uint32_t k = begin; k < end; ++k) {
     const uint32_t i = ids[k].index;
-    boxes_[i] = side.visit([&](const auto& s) { return Aabb(s.box(inner_[i].index)); });
+    boxes_[i] = side.visit([&](const auto& s) { return Aabb(s.box(slot_[i])); });
   }
 }
 
@@ -499,7 +499,7 @@ void BroadPhase::Impl::setMotionType(ProxyId id, MotionType motion) {
   // the motion type, so nothing else changes before then.)
   if (wasStatic == (motion == MotionType::staticBody) || (state_[i] & kPendingAdd)) return;
   dropIfListed(i);
-  pendingRemoves_.push_back(inner_[i]);
+  pendingRemoves_.push_back(structure_->handleOf(slot_[i]));
   state_[i] = kPendingAdd | kRehome;
   pendingAdds_.push_back(i);
 }
@@ -545,7 +545,8 @@ void BroadPhase::Impl::applyPending() {
 
   for (uint32_t i : pendingAdds_) {
     if (!(state_[i] & kPendingAdd)) continue;  // removed before it arrived, or a duplicate
-    inner_[i] = side.add(boxes_[i], rules_[i].motion == MotionType::staticBody, rules_[i].layer, i);
+    slot_[i] =
+        side.add(boxes_[i], rules_[i].motion == MotionType::staticBody, rules_[i].layer, i).index;
     state_[i] = kInStructure;
     if (view_) view_->added.push_back(i);
   }
@@ -591,7 +592,7 @@ void BroadPhase::Impl::applyPending() {
     forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
       for (uint32_t k = begin; k < end; ++k) {
         const uint32_t i = pendingMoves_[k];
-        moveIds_[k] = inner_[i];
+        moveIds_[k] = side.handleOf(slot_[i]);
         moveBoxes_[k] = boxes_[i];
       }
     });

@@ -199,7 +199,7 @@ void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
     if (!bp.pool_.isLiveIndex(p)) continue;
     const uint8_t s = bp.state_[p];
     if ((s & kPendingAdd) && !(s & kRehome)) continue;  // not in the structure yet
-    const Aabb box = main.visit([&](const auto& st) { return st.box(bp.inner_[p].index); });
+    const Aabb box = main.visit([&](const auto& st) { return st.box(bp.slot_[p]); });
     freshInner[p] = fresh->add(box, bp.rules_[p].motion == MotionType::staticBody, 0, p);
     freshLive[p] = 1;
   }
