@@ -744,7 +744,7 @@ TEST(SweepGrid, WideCellRangesStayExactUnderChurn) {
       for (uint32_t i = 0; i < n; ++i) {
         const float far = i % 7 == 0 ? -40000.0f : 0.0f;
         boxes[i] = boxAt(across(rng) + far, onAxis(rng), across(rng));
-        if (i % 19 == frame) {  // remove and re-add: the index and its slot reused
+        if (i % 19 == uint32_t(frame)) {  // remove and re-add: the index and its slot reused
           grid.remove(ids[i]);
           ids[i] = grid.add(boxes[i]);
         }
