@@ -122,7 +122,7 @@ uint8_t SweepGrid::dirtyStateFor(uint32_t index, const Aabb& box) const {
 #if defined(__AVX2__)
   return dirtyStateInLanes(loadBox(box), invSide8_, rangeKey_[index]);
 #else
-  return stayKeyOf(box) == rangeKey_[index] ? kDirtyStayed : kDirtyRelink;
+  return rangeKeyOf(box) == rangeKey_[index] ? kDirtyStayed : kDirtyRelink;
 #endif
 }
 
@@ -154,7 +154,7 @@ void SweepGrid::storeRange(uint32_t index, const CellRange& r) {
   setStayLane(index);
 }
 
-RangeKey SweepGrid::stayKeyOf(const Aabb& box) const {
+RangeKey SweepGrid::rangeKeyOf(const Aabb& box) const {
   const CellRange r = rangeOf(box);
   RangeKey key{};
   for (int a = 0; a < 3; ++a) {

@@ -340,8 +340,8 @@ class SweepGrid {
 
   std::string validate() const;
   size_t memoryBytes() const;
-  size_t pairBytes()
-      const;  // of memoryBytes(): the pair buffers, the router, the pair sort's scratch
+  // Of memoryBytes(): the pair buffers, the router, the pair sort's scratch.
+  size_t pairBytes() const;
 
   // Introspection for tests and benchmarks.
   float cellSize() const { return side_[1]; }    // across the sweep axis (y, z)
@@ -469,7 +469,7 @@ class SweepGrid {
   void storeRange(uint32_t index, const CellRange& r);
   // rangeOf(box) packed as a RangeKey, each coordinate saturated to 16 bits
   // (a saturated coordinate never equals a stored one).
-  RangeKey stayKeyOf(const Aabb& box) const;
+  RangeKey rangeKeyOf(const Aabb& box) const;
   // update() in three steps: beginUpdate() registers the dirty proxies and
   // marks the cells to refresh (false: nothing was pending); the caller then
   // runs refreshCell() on every cell marked dirty, then finishUpdate().
