@@ -78,9 +78,13 @@ class HandlePool {
   const uint8_t* liveFlags() const { return live_.data(); }
   /// Slots live now: allocated and not released.
   uint32_t liveCount() const { return liveCount_; }
-  /// Heap bytes, counted by slot: a generation (4), a live flag (1) and at
-  /// most one free-list entry (4) per slot.
-  size_t memoryBytes() const { return size_t(capacity()) * 9; }
+  /// Heap bytes the pool holds: a generation (4) and a live flag (1) a slot,
+  /// and the free list as long as the most slots free at once (none in a
+  /// world that never removes), each array with its spare capacity.
+  size_t memoryBytes() const {
+    return generation_.capacity() * sizeof(uint32_t) + live_.capacity() +
+           free_.capacity() * sizeof(uint32_t);
+  }
   /// Makes room for `n` slots, so that allocate() does not allocate until
   /// capacity() reaches `n`.
   void reserve(uint32_t n);
