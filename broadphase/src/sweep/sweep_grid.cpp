@@ -132,10 +132,7 @@ void SweepGrid::storeRange(uint32_t index, const CellRange& r) {
   key = kNeverStays;
   if (kind_[index] != Registration::none) {
     if (fitsRangeKey(r)) {
-      for (int a = 0; a < 3; ++a) {
-        key.lane[a] = int16_t(r.lo[a]);
-        key.lane[a + 3] = int16_t(r.hi[a]);
-      }
+      packRange(key, r);
     } else {
       uint32_t slot;
       if (!freeWide_.empty()) {

@@ -175,6 +175,13 @@ inline bool fitsRangeKey(const CellRange& r) {
     if (std::min(r.lo[a], r.hi[a]) < -32767 || std::max(r.lo[a], r.hi[a]) > 32766) return false;
   return true;
 }
+// Writes r into lanes 0-5 of `key`. Precondition: fitsRangeKey(r).
+inline void packRange(RangeKey& key, const CellRange& r) {
+  for (int a = 0; a < 3; ++a) {
+    key.lane[a] = int16_t(r.lo[a]);
+    key.lane[a + 3] = int16_t(r.hi[a]);
+  }
+}
 
 // Cells come in groups with the same coordinates: for each broadphase layer
 // L (layers.h), moving proxies in group 2L, static proxies in group 2L + 1,

@@ -85,16 +85,11 @@ void SweepGrid::planRelink(uint32_t i, bool refreshAll, RelinkPlan& plan) {
   kind_[i] = newKind;
   if (rangeKey_[i].wide() || (newKind != Registration::none && !fitsRangeKey(newRange))) {
     plan.wide.push_back({i, newRange});  // slots are allocated in plan order
-  } else if (newKind != Registration::none) {
-    RangeKey& key = rangeKey_[i];
-    for (int a = 0; a < 3; ++a) {
-      key.lane[a] = int16_t(newRange.lo[a]);
-      key.lane[a + 3] = int16_t(newRange.hi[a]);
-    }
-    setStayLane(i);
-  } else {
-    setStayLane(i);  // registered nowhere: the range lanes mean nothing
+    return;
   }
+  // (Registered nowhere: the range lanes mean nothing and are left.)
+  if (newKind != Registration::none) packRange(rangeKey_[i], newRange);
+  setStayLane(i);
 }
 
 void SweepGrid::relink(uint32_t i, bool refreshAll) {
