@@ -556,6 +556,56 @@ TEST(DoubleWorld, BadInputIsRejectedAndLeavesTheWorldIntact) {
   EXPECT_EQ(bp.castRay(DVec3{1e9 - 5, 0.5, 0.5}, x, 10.0).t, 5.0);
 }
 
+// A long batch whose bad entry lies past the first blocks (and, on two
+// threads, in a later chunk) is rejected after the entries before it were
+// recorded: they are taken back, so every box as given, every query and the
+// next frame's pairs are those of the last good batch.
+TEST(DoubleWorld, ALongBatchRejectedLateLeavesTheWorldIntact) {
+  const uint32_t n = 12000;  // more than one chunk (8192) on two threads
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    Scene scene = makeScene(SceneKind::uniform, n, 5);
+    const DVec3 shift{1e9, 1e9, 1e9};
+    BroadPhase bp({.structure = Structure::automatic, .threads = threads});
+    bp.shiftOrigin(Vec3(1e9f, 1e9f, 1e9f));
+    std::vector<DAabb> boxes(n);
+    std::vector<ProxyId> ids(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      boxes[i] = brute::translated(scene.boxes[i], shift);
+      ids[i] = bp.add(DProxyDesc{.box = boxes[i]});
+    }
+    const std::vector<Pair> before = pairsOf(bp.update().pairs);
+    for (const uint32_t badAt : {700u, n - 1}) {
+      std::vector<DAabb> to(n);
+      for (uint32_t i = 0; i < n; ++i)
+        to[i] = DAabb{boxes[i].min + DVec3{3, 0, 0}, boxes[i].max + DVec3{3, 0, 0}};
+      to[badAt].max.y = std::nan("");
+      expectError(ErrorCode::invalidBox, [&] { bp.move(ids, to); });
+      EXPECT_EQ(bp.validate(), "");
+      for (uint32_t i = 0; i < n; ++i) {
+        ASSERT_EQ(bp.worldBox(ids[i]).min, boxes[i].min) << "proxy " << i;
+        ASSERT_EQ(bp.worldBox(ids[i]).max, boxes[i].max) << "proxy " << i;
+      }
+    }
+    const FramePairs& same = bp.update();
+    EXPECT_TRUE(test::samePairs(before, pairsOf(same.pairs)));
+    EXPECT_TRUE(same.begun.empty() && same.ended.empty());
+    // A good batch afterwards moves every proxy, and a single move after it
+    // takes its own box, not a rejected one.
+    scene.step();
+    for (uint32_t i = 0; i < n; ++i) boxes[i] = brute::translated(scene.boxes[i], shift);
+    bp.move(ids, boxes);
+    bp.update();
+    boxes[3] = DAabb{boxes[3].min + DVec3{0.5, 0, 0}, boxes[3].max + DVec3{0.5, 0, 0}};
+    bp.move(ids[3], boxes[3]);
+    const FramePairs& after = bp.update();
+    EXPECT_TRUE(test::samePairs(brute::findPairs(boxes, scene.isStatic), pairsOf(after.pairs)));
+    EXPECT_EQ(bp.worldBox(ids[3]).min, boxes[3].min);
+    EXPECT_EQ(bp.validate(), "");
+    checkQueries(bp, boxes, shift, n, "after a rejected batch");
+  }
+}
+
 // Removing double proxies and reusing their indices for float ones (and
 // back) keeps the count of double proxies and the pairs exact.
 TEST(DoubleWorld, RemovedIndicesChangePrecision) {

@@ -942,6 +942,8 @@ TEST(Snapshot, CorruptDoubleSectionsAreRejected) {
       {"not a double proxy",
        [&](Bytes& b) { std::memcpy(b.data() + pending + 52, b.data() + pending, 4); }},
       {"not a double proxy", [&](Bytes& b) { u32(b, pending, firstFree); }},
+      // The second pending DAabb (ids[4]'s) listed for ids[3], settled.
+      {"no pending move", [&](Bytes& b) { u32(b, pending + 52, 3); }},
       {"exceeds",
        [&](Bytes& b) { snapshot::store<uint64_t>(b.data() + at + 24, uint64_t(1) << 60); }},
       {"add up", [&](Bytes& b) { snapshot::store<uint64_t>(b.data() + at + 24, 1); }},

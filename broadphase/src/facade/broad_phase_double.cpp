@@ -23,6 +23,10 @@
 #include <limits>
 #include <string>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 namespace bp {
 
 namespace {
@@ -43,23 +47,83 @@ bool knownMotion(MotionType m) {
 // b's lower side exceeds both sides' steps (counted twice, for the
 // difference's own rounding) and four pads, and the same the other way, the
 // double sides overlap as well.
-bool surelyOverlapInDouble(const Aabb& a, const Aabb& b, double pad) {
-  const double fourPads = 4.0 * pad + 0x1p-140;
+// A float box as surelyOverlapInDouble() reads it. With AVX2: its six
+// coordinates in lanes, its max first ([max x y z, min x y z, 0, 0]), made
+// once for every pair that shares the box (a pair list sorted by its first
+// proxy names it many times in a row where pairs are many).
+struct DeepBox {
+#if defined(__AVX2__)
+  __m256 maxMin;
+#else
+  Aabb box;
+#endif
+};
+
+#if defined(__AVX2__)
+// [min x y z, max x y z, 0, 0]
+[[gnu::always_inline]] inline __m256 loadBoxLanes(const Aabb& box) {
+  static_assert(sizeof(Aabb) == 6 * sizeof(float));
+  return _mm256_maskload_ps(box.min.data(), _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0));
+}
+#endif
+
+[[gnu::always_inline]] inline DeepBox deepBox(const Aabb& box) {
+#if defined(__AVX2__)
+  return {_mm256_permutevar8x32_ps(loadBoxLanes(box), _mm256_setr_epi32(3, 4, 5, 0, 1, 2, 6, 7))};
+#else
+  return {box};
+#endif
+}
+
+// The bound the test adds to each difference: fourPadsOf(the origin) as the
+// scalar test takes it; the AVX2 test takes twice that, rounded up to a float.
+struct DeepPad {
+  double fourPads;
+  float twiceInFloat;
+};
+DeepPad deepPad(double fourPads) { return {fourPads, roundUp(2.0 * fourPads)}; }
+
+// Whether a's and b's double boxes surely overlap, from their float boxes
+// (see the comment above: the test that is exact enough in double). With
+// AVX2 the six differences are tested in float lanes against twice the
+// bound (2^-21 of the magnitudes and twice the pads): each float operation
+// errs by at most 2^-24 relative (2^-150 absolute below the normal range,
+// which the pads, at least 2^-140, cover), so a difference that passes in
+// float exceeds the double test's bound by a factor near 2, and passes
+// it. A pair that fails only here goes to the exact test in double: the
+// answer is the same, and the float test takes about half the time of the
+// double one, which matters where pairs are many (clustered: 25 a proxy).
+[[gnu::always_inline]] inline bool surelyOverlapInDouble(const DeepBox& a, const Aabb& bBox,
+                                                         DeepPad pad) {
+#if defined(__AVX2__)
+  const __m256 b = loadBoxLanes(bBox);
+  const __m256 hi = _mm256_blend_ps(a.maxMin, b, 0x38);  // [a max, b max, 0, 0]
+  const __m256 lo = _mm256_blend_ps(b, a.maxMin, 0x38);  // [b min, a min, 0, 0]
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 magnitude = _mm256_add_ps(_mm256_andnot_ps(sign, hi), _mm256_andnot_ps(sign, lo));
+  const __m256 bound = _mm256_add_ps(_mm256_mul_ps(_mm256_set1_ps(0x1p-21f), magnitude),
+                                     _mm256_set1_ps(pad.twiceInFloat));
+  const __m256 deep = _mm256_cmp_ps(_mm256_sub_ps(hi, lo), bound, _CMP_GE_OQ);
+  return (_mm256_movemask_ps(deep) & 0x3f) == 0x3f;
+#else
+  const Aabb& aBox = a.box;
   bool sure = true;
   for (int axis = 0; axis < 3; ++axis) {
-    const double aMin = a.min[axis], aMax = a.max[axis];
-    const double bMin = b.min[axis], bMax = b.max[axis];
-    sure &= aMax - bMin >= 0x1p-22 * (std::fabs(aMax) + std::fabs(bMin)) + fourPads;
-    sure &= bMax - aMin >= 0x1p-22 * (std::fabs(bMax) + std::fabs(aMin)) + fourPads;
+    const double aMin = aBox.min[axis], aMax = aBox.max[axis];
+    const double bMin = bBox.min[axis], bMax = bBox.max[axis];
+    sure &= aMax - bMin >= 0x1p-22 * (std::fabs(aMax) + std::fabs(bMin)) + pad.fourPads;
+    sure &= bMax - aMin >= 0x1p-22 * (std::fabs(bMax) + std::fabs(aMin)) + pad.fourPads;
   }
   return sure;
+#endif
 }
 
 // The bound on every rounding pad of roundOutward() and of a float box's
-// world box around `origin` (see surelyOverlapInDouble).
-double roundingPad(const DVec3& origin) {
+// world box around `origin` (see surelyOverlapInDouble), four times, with
+// 2^-140 for the float steps below the normal range (2^-149 each).
+double fourPadsOf(const DVec3& origin) {
   const double o = std::max({std::fabs(origin.x), std::fabs(origin.y), std::fabs(origin.z)});
-  return 0x1p-50 * (2.0 * o + 0x1p25);
+  return 4.0 * (0x1p-50 * (2.0 * o + 0x1p25)) + 0x1p-140;
 }
 
 // A float box of the frame as a world box: box + origin, per coordinate in double.
@@ -72,7 +136,7 @@ DAabb toWorld(const Aabb& box, const DVec3& origin) {
 // origin. (A template only because DoubleWorld is BroadPhase's private type.)
 template <class World>
 DAabb worldOf(const World* w, const DVec3& origin, const Aabb& frameBox, uint32_t p) {
-  if (w != nullptr && w->has(p)) return w->applied[p];
+  if (w != nullptr && w->has(p)) return w->applied(p);
   return toWorld(frameBox, origin);
 }
 
@@ -125,9 +189,7 @@ bool BroadPhase::Impl::checkDoubleBox(const DAabb& box, const std::string& where
 void BroadPhase::Impl::markDouble(uint32_t index, const DAabb& box) {
   DoubleWorld& w = doubleWorld();
   BP_ASSERT(!w.has(index));  // an index is marked once while its proxy lives
-  w.reserveIndex(index);
-  w.pending[index] = box;
-  w.isDouble[index] = 1;
+  w.mark(index, box);
   if (view_) view_->doublesTouched.push_back(index);
   ++w.count;
   ++special_;  // its pairs go through accepts(), which decides them in double
@@ -136,32 +198,33 @@ void BroadPhase::Impl::markDouble(uint32_t index, const DAabb& box) {
 void BroadPhase::Impl::forgetDouble(uint32_t index) {
   if (!dworld_->has(index)) return;
   BP_ASSERT(dworld_->count > 0 && special_ >= dworld_->count);
-  dworld_->isDouble[index] = 0;
+  dworld_->forget(index);
   if (view_) view_->doublesTouched.push_back(index);
   --dworld_->count;
   --special_;
 }
 
 // Called by applyPending() before it clears the pending states: the double
-// boxes of the adds and moves it applies become what queries test.
+// boxes of the adds and moves it applies become what queries test (a flag
+// flip each: DoubleWorld::apply).
 void BroadPhase::Impl::applyDoubleBoxes() {
   DoubleWorld& w = *dworld_;
   auto apply = [&](uint32_t i) {
-    w.applied[i] = w.pending[i];
+    w.apply(i);
     if (view_) view_->doublesTouched.push_back(i);
   };
   for (const uint32_t i : pendingAdds_)
     if ((state_[i] & kPendingAdd) && w.has(i)) apply(i);
   // An unmarked list, recordFirstBatch's, holds pending moves only, and in
-  // strictly increasing order: its chunks copy side by side (without a view,
-  // which lists what they touch).
+  // strictly increasing order: its chunks flip their flags side by side
+  // (without a view, which lists what they touch).
   const uint32_t n = static_cast<uint32_t>(pendingMoves_.size());
   const EvenChunks split = moveChunks(n);
   if (movesUnmarked_ && !view_ && split.count > 1) {
     forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
       for (uint32_t k = begin; k < end; ++k) {
         const uint32_t i = pendingMoves_[k];
-        if (w.has(i)) w.applied[i] = w.pending[i];
+        if (w.has(i)) w.apply(i);
       }
     });
     return;
@@ -173,14 +236,20 @@ void BroadPhase::Impl::applyDoubleBoxes() {
 // accepts(), after applyPending(): a pair with a double proxy stands when
 // the double boxes overlap (the structure found it on the outward float boxes).
 bool BroadPhase::Impl::exactOverlap(uint32_t a, uint32_t b) const {
-  const DoubleWorld& w = *dworld_;
   // Most pairs overlap deeply: decided on the float boxes (two reads a pair
   // instead of the double flags' pages and two DAabbs).
-  if (surelyOverlapInDouble(boxes_[a], boxes_[b], roundingPad(w.origin))) return true;
+  return surelyOverlapInDouble(deepBox(boxes_[a]), boxes_[b],
+                               deepPad(fourPadsOf(dworld_->origin))) ||
+         overlapInDouble(a, b);
+}
+
+// exactOverlap() on the DAabbs.
+bool BroadPhase::Impl::overlapInDouble(uint32_t a, uint32_t b) const {
+  const DoubleWorld& w = *dworld_;
   const bool da = w.has(a), db = w.has(b);
   if (!da && !db) return true;
-  const DAabb boxA = da ? w.applied[a] : toWorld(boxes_[a], w.origin);
-  const DAabb boxB = db ? w.applied[b] : toWorld(boxes_[b], w.origin);
+  const DAabb boxA = da ? w.applied(a) : toWorld(boxes_[a], w.origin);
+  const DAabb boxB = db ? w.applied(b) : toWorld(boxes_[b], w.origin);
   return overlaps(boxA, boxB);
 }
 
@@ -194,13 +263,24 @@ void BroadPhase::Impl::dropInexactPairs() {
   // rejection compacts. The second box of a pair is a scattered read: the
   // boxes of the pair kAhead places on are fetched while this one is tested.
   constexpr uint32_t kAhead = 16;
+  const DeepPad pad = deepPad(fourPadsOf(dworld_->origin));
   std::atomic<uint32_t> rejected{0};
   forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
     uint32_t dropped = 0;
+    uint32_t lastA = kNullIndex;
+    DeepBox boxA{};
     for (uint32_t k = begin; k < end; ++k) {
-      if (k + kAhead < end) __builtin_prefetch(&boxes_[pairs[k + kAhead].b], 0, 3);
+      if (k + kAhead < end) {
+        __builtin_prefetch(&boxes_[pairs[k + kAhead].a], 0, 3);
+        __builtin_prefetch(&boxes_[pairs[k + kAhead].b], 0, 3);
+      }
       const Pair p = pairs[k];
-      if (!exactOverlap(p.a, p.b)) [[unlikely]] {
+      if (p.a != lastA) {
+        boxA = deepBox(boxes_[p.a]);
+        lastA = p.a;
+      }
+      if (!surelyOverlapInDouble(boxA, boxes_[p.b], pad) && !overlapInDouble(p.a, p.b))
+          [[unlikely]] {
         pairs[k] = Pair{p.a, p.a};
         ++dropped;
       }
@@ -217,7 +297,7 @@ bool BroadPhase::Impl::checkDoubleShift(const Vec3& offset) const {
   const DVec3 moved = dworld_->origin + toDouble(offset);
   uint32_t far = kNullIndex;
   dworld_->forEachDouble([&](uint32_t i) {
-    if (far == kNullIndex && !isValid(roundOutward(dworld_->pending[i], moved))) far = i;
+    if (far == kNullIndex && !isValid(roundOutward(dworld_->pending(i), moved))) far = i;
   });
   if (far == kNullIndex) return true;
   reportError(ErrorCode::invalidBox, "shiftOrigin: double proxy " + std::to_string(far) +
@@ -230,13 +310,23 @@ bool BroadPhase::Impl::checkDoubleShift(const Vec3& offset) const {
 void BroadPhase::Impl::applyDoubleShift(const Vec3& offset) {
   DoubleWorld& w = doubleWorld();
   w.origin = w.origin + toDouble(offset);
-  w.forEachDouble([&](uint32_t i) { boxes_[i] = roundOutward(w.pending[i], w.origin); });
+  w.forEachDouble([&](uint32_t i) { boxes_[i] = roundOutward(w.pending(i), w.origin); });
 }
 
 std::string BroadPhase::Impl::validateDouble() const {
   if (!dworld_) return {};
   uint32_t live = 0;
   std::string why;
+  // Whether index i's add or move is pending (an unmarked list is strictly
+  // increasing: searched).
+  auto pending = [&](uint32_t i) {
+    return (state_[i] & (kPendingAdd | kPendingMove)) != 0 ||
+           (movesUnmarked_ && std::binary_search(pendingMoves_.begin(), pendingMoves_.end(), i));
+  };
+  dworld_->flags.forEachMade([&](uint32_t i, uint8_t f) {
+    if (why.empty() && f != 0 && !(f & DoubleWorld::kDouble))
+      why = "index " + std::to_string(i) + " holds double flags but no double proxy";
+  });
   dworld_->forEachDouble([&](uint32_t i) {
     ++live;
     if (!why.empty()) return;
@@ -244,7 +334,11 @@ std::string BroadPhase::Impl::validateDouble() const {
       why = "double proxy " + std::to_string(i) + " is not live";
       return;
     }
-    const Aabb expected = roundOutward(dworld_->pending[i], dworld_->origin);
+    if ((dworld_->flags[i] & DoubleWorld::kPendingOther) && !pending(i)) {
+      why = "double proxy " + std::to_string(i) + " holds a pending DAabb but no pending change";
+      return;
+    }
+    const Aabb expected = roundOutward(dworld_->pending(i), dworld_->origin);
     if (expected.min != boxes_[i].min || expected.max != boxes_[i].max)
       why = "double proxy " + std::to_string(i) +
             " holds a float box that is not its double box "
@@ -310,7 +404,7 @@ void BroadPhase::Impl::move(ProxyId id, const DAabb& box) {
     return;
   }
   if (!checkDoubleBox(box, "move: ")) return;
-  dworld_->pending[id.index] = box;
+  dworld_->setPending(id.index, box);
   recordMove(id.index, roundOutward(box, dworld_->origin));
 }
 
@@ -331,8 +425,22 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
     return;
   }
   DoubleWorld& w = *dworld_;
-  w.frameBoxes.resize(n);
   const EvenChunks split = moveChunks(n);
+  // The usual frame's one batch, nothing pending: each block checked,
+  // rounded and recorded in one pass (recordFirstBatch). With nothing
+  // pending no proxy has a pending DAabb, so a rejected batch's undo clears
+  // the flags it set.
+  if (pendingMoves_.empty() && pendingAdds_.empty()) {
+    const FirstBatch taken = recordFirstBatch(
+        ids, split, false,
+        [&](uint32_t begin, uint32_t end, bool& ascending) {
+          return checkAndRecordDoubles(ids, boxes, begin, end, ascending);
+        },
+        [&](uint32_t begin, uint32_t end) { undoDoubleRecord(ids, begin, end); });
+    if (taken == FirstBatch::rejected) reportDoubleMoveCulprit(ids, boxes);
+    if (taken != FirstBatch::notTaken) return;
+  }
+  w.frameBoxes.resize(n);
   std::atomic<bool> bad{false};
   // Each entry's tests are and'ed without a branch (nearly every batch is
   // good). A double box that is not finite gives a float box that is not
@@ -365,12 +473,54 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   if (parallel &&
       std::all_of(chunkAscending_.begin(), chunkAscending_.end(), [](uint8_t a) { return a; })) {
     forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
-      for (uint32_t k = begin; k < end; ++k) w.pending[ids[k].index] = boxes[k];
+      for (uint32_t k = begin; k < end; ++k) w.setPending(ids[k].index, boxes[k]);
     });
   } else {
-    for (uint32_t k = 0; k < n; ++k) w.pending[ids[k].index] = boxes[k];
+    for (uint32_t k = 0; k < n; ++k) w.setPending(ids[k].index, boxes[k]);
   }
   recordBatch(ids, w.frameBoxes, true);
+}
+
+// Entries [begin, end) of a double batch, a block at a time: checked as
+// move() checks a batch (every handle live and a double proxy's, every box
+// ordered and its float box within the frame), then each float box to
+// boxes_ and each DAabb to its proxy's pending slot (a proxy repeated
+// within the chunk keeps its last). Returns where it stopped: `end`, or the
+// start of the first block holding a bad entry.
+uint32_t BroadPhase::Impl::checkAndRecordDoubles(std::span<const ProxyId> ids,
+                                                 std::span<const DAabb> boxes, uint32_t begin,
+                                                 uint32_t end, bool& ascending) {
+  DoubleWorld& w = *dworld_;
+  Aabb* const stored = boxes_.data();
+  uint32_t* const out = pendingMoves_.data();
+  Aabb frame[kCheckBlock];
+  for (uint32_t b = begin; b < end; b += kCheckBlock) {
+    const uint32_t e = std::min(end, b + kCheckBlock);
+    roundOutward(boxes.subspan(b, e - b), w.origin, frame);
+    unsigned good = 1;
+    for (uint32_t k = b; k < e; ++k) {
+      const ProxyId id = ids[k];
+      const DAabb& box = boxes[k];
+      good &= unsigned(pool_.isLiveBranchFree(id)) & unsigned(w.has(id.index)) &
+              unsigned(box.min.x <= box.max.x) & unsigned(box.min.y <= box.max.y) &
+              unsigned(box.min.z <= box.max.z) & unsigned(isValid(frame[k - b]));
+    }
+    if (!good) return b;
+    ascending &= indicesAscending(ids, b, e);
+    for (uint32_t k = b; k < e; ++k) {
+      const uint32_t i = ids[k].index;
+      stored[i] = frame[k - b];
+      out[k] = i;
+      w.setPending(i, boxes[k]);
+    }
+  }
+  return end;
+}
+
+void BroadPhase::Impl::undoDoubleRecord(std::span<const ProxyId> ids, uint32_t begin,
+                                        uint32_t end) {
+  restoreStructureBoxes(ids, begin, end);
+  for (uint32_t k = begin; k < end; ++k) dworld_->clearPending(ids[k].index);
 }
 
 // The first bad entry of a double batch that failed its check, reported.
@@ -391,7 +541,7 @@ void BroadPhase::Impl::reportDoubleMoveCulprit(std::span<const ProxyId> ids,
 
 DAabb BroadPhase::Impl::worldBox(ProxyId id) const {
   if (!checkLive(id, "worldBox")) return toDouble(Aabb::empty());
-  if (isDoubleProxy(id.index)) return dworld_->pending[id.index];
+  if (isDoubleProxy(id.index)) return dworld_->pending(id.index);
   return toWorld(boxes_[id.index], origin());
 }
 

@@ -166,7 +166,7 @@ void BroadPhase::Impl::StateCodec::save(const BroadPhase::Impl& b, std::vector<s
       const uint8_t s = b.state_[i];
       const bool inStructure =
           !(s & BroadPhase::Impl::kPendingAdd) || (s & BroadPhase::Impl::kRehome);
-      if (inStructure && !sameBits(dw->pending[i], dw->applied[i])) pendingDoubles.push_back(i);
+      if (inStructure && !sameBits(dw->pending(i), dw->applied(i))) pendingDoubles.push_back(i);
     }
   const DVec3 origin = b.origin();
   h.doubleWorld = (!doubles.empty() || !sameBits(origin, DVec3{})) ? 1 : 0;
@@ -216,11 +216,11 @@ void BroadPhase::Impl::StateCodec::save(const BroadPhase::Impl& b, std::vector<s
       const bool inStructure =
           !(s & BroadPhase::Impl::kPendingAdd) || (s & BroadPhase::Impl::kRehome);
       w.u32(i);
-      w.dbox(inStructure ? dw->applied[i] : dw->pending[i]);
+      w.dbox(inStructure ? dw->applied(i) : dw->pending(i));
     }
     for (uint32_t i : pendingDoubles) {
       w.u32(i);
-      w.dbox(dw->pending[i]);
+      w.dbox(dw->pending(i));
     }
   }
   writeHeader(h, out.data());
@@ -449,9 +449,7 @@ bool BroadPhase::Impl::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pe
                   ") is not a live proxy in ascending order");
     last = i;
     if (!isValid(box)) return fail("double proxy " + str(i) + ": " + describeInvalid(box));
-    w.reserveIndex(i);
-    w.isDouble[i] = 1;
-    w.applied[i] = w.pending[i] = box;
+    w.markApplied(i, box);
   }
   for (uint64_t k = 0, last = 0; k < pendingCount; ++k) {
     const uint32_t i = r.u32();
@@ -463,23 +461,23 @@ bool BroadPhase::Impl::StateCodec::decodeDouble(snapshot::Reader& r, uint64_t pe
     const std::string at = "double proxy " + str(i) + ": pending box: ";
     if (!isValid(box)) return fail(at + describeInvalid(box));
     const uint8_t f = d.flags[i];
-    if ((f & kFlagPendingAdd) && !(f & kFlagRehome))
-      return fail(at + "listed for a proxy not in the structure");
-    if (sameBits(box, w.applied[i])) return fail(at + "the same as its applied box");
-    w.pending[i] = box;
+    if (!(f & kFlagPendingMove) && !(f & kFlagRehome))
+      return fail(at + "listed for a proxy with no pending move (or not in the structure)");
+    if (sameBits(box, w.applied(i))) return fail(at + "the same as its applied box");
+    w.setPending(i, box);
   }
   std::string why;
   w.forEachDouble([&](uint32_t i) {
     if (!why.empty()) return;
     const std::string at = "double proxy " + str(i) + ": ";
-    if (!sameBits(d.boxes[i], roundOutward(w.pending[i], w.origin))) {
+    if (!sameBits(d.boxes[i], roundOutward(w.pending(i), w.origin))) {
       why = at + "its box is not its pending DAabb rounded outward around the origin";
       return;
     }
     const uint8_t f = d.flags[i];
     const bool inStructure = !(f & kFlagPendingAdd) || (f & kFlagRehome);
     const Aabb& seen = (f & kFlagStructureBox) ? d.structureBoxes[i] : d.boxes[i];
-    if (inStructure && !sameBits(seen, roundOutward(w.applied[i], w.origin)))
+    if (inStructure && !sameBits(seen, roundOutward(w.applied(i), w.origin)))
       why = at + "the box queries see is not its applied DAabb rounded outward around the origin";
   });
   return why.empty() || fail(why);

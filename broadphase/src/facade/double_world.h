@@ -5,6 +5,11 @@
 // query never sees a half-applied frame). Allocated on first use; the
 // DAabbs in pages (common/paged_array.h), made where double proxies are, so
 // that the first double proxy of a large float world costs one page.
+//
+// The two DAabbs of a proxy are two slots of one entry, and its flag byte
+// says which slot is applied and whether the other holds a pending box:
+// update() applies a moved proxy by flipping two bits, not by copying 48
+// bytes (decisions/large_worlds.md).
 #pragma once
 
 #include "common/paged_array.h"
@@ -15,33 +20,77 @@
 namespace bp {
 
 struct BroadPhase::Impl::DoubleWorld {
+  /// A proxy index's flag byte: kDouble for a double proxy; kAppliedSlot,
+  /// the slot of its applied DAabb; kPendingOther, a move (or its add)
+  /// wrote the other slot since the last update(). Invariant: a byte
+  /// without kDouble is 0, and kPendingOther is set only on a proxy whose
+  /// add or move is pending.
+  enum : uint8_t { kDouble = 1, kAppliedSlot = 2, kPendingOther = 4 };
+  struct Slots {
+    DAabb slot[2];
+  };
+
   DVec3 origin;                  // the sum of the shiftOrigin() offsets
-  PagedArray<DAabb> pending;     // by proxy index, meaningful where isDouble
-  PagedArray<DAabb> applied;     // by proxy index, as of the last update()
-  PagedArray<uint8_t> isDouble;  // by proxy index; 1: a double proxy
+  PagedArray<Slots> boxes;       // by proxy index, meaningful where kDouble
+  PagedArray<uint8_t> flags;     // by proxy index
   uint32_t count = 0;            // live double proxies
   std::vector<Aabb> frameBoxes;  // move()'s batch: each entry's float box, rounded once
 
   bool has(uint32_t i) const {
-    const uint8_t* flag = isDouble.find(i);
-    return flag != nullptr && *flag != 0;
+    const uint8_t* flag = flags.find(i);
+    return flag != nullptr && (*flag & kDouble) != 0;
+  }
+  static uint32_t appliedSlot(uint8_t f) { return (f >> 1) & 1u; }
+  static uint32_t pendingSlot(uint8_t f) { return ((f >> 1) ^ (f >> 2)) & 1u; }
+  /// The DAabb as of the last update() (of a double proxy: has(i)).
+  const DAabb& applied(uint32_t i) const { return boxes[i].slot[appliedSlot(flags[i])]; }
+  /// The DAabb as last given.
+  const DAabb& pending(uint32_t i) const { return boxes[i].slot[pendingSlot(flags[i])]; }
+  /// A move of double proxy i: `box` becomes its pending DAabb.
+  void setPending(uint32_t i, const DAabb& box) {
+    uint8_t& f = flags[i];
+    f = uint8_t(f | kPendingOther);
+    boxes[i].slot[appliedSlot(f) ^ 1u] = box;
+  }
+  /// update() of double proxy i: its pending DAabb becomes the applied one.
+  void apply(uint32_t i) {
+    uint8_t& f = flags[i];
+    if (f & kPendingOther) f = uint8_t(f ^ (kAppliedSlot | kPendingOther));
+  }
+  /// Takes back setPending() of a proxy that had no pending DAabb before.
+  void clearPending(uint32_t i) { flags[i] = uint8_t(flags[i] & ~kPendingOther); }
+  /// Index i becomes a double proxy whose add is pending with `box`.
+  void mark(uint32_t i, const DAabb& box) {
+    reserveIndex(i);
+    flags[i] = kDouble;
+    setPending(i, box);
+  }
+  /// Index i becomes a double proxy with `box` applied and nothing pending.
+  void markApplied(uint32_t i, const DAabb& box) {
+    reserveIndex(i);
+    flags[i] = kDouble;
+    boxes[i].slot[0] = box;
+  }
+  void forget(uint32_t i) { flags[i] = 0; }
+  /// Entry i as `other` holds it (both slots and the flags).
+  void copyEntry(const DoubleWorld& other, uint32_t i) {
+    boxes[i] = other.boxes[i];
+    flags[i] = other.flags[i];
   }
   /// Calls fn(i) for every double proxy index, in ascending order.
   template <class Fn>
   void forEachDouble(Fn&& fn) const {
-    isDouble.forEachMade([&](uint32_t i, uint8_t flag) {
-      if (flag != 0) fn(i);
+    flags.forEachMade([&](uint32_t i, uint8_t flag) {
+      if (flag & kDouble) fn(i);
     });
   }
   /// Makes index i's pages (its entries can be written).
   void reserveIndex(uint32_t i) {
-    pending.at(i);
-    applied.at(i);
-    isDouble.at(i);
+    boxes.at(i);
+    flags.at(i);
   }
   size_t memoryBytes() const {
-    return pending.memoryBytes() + applied.memoryBytes() + isDouble.memoryBytes() +
-           frameBoxes.capacity() * sizeof(Aabb);
+    return boxes.memoryBytes() + flags.memoryBytes() + frameBoxes.capacity() * sizeof(Aabb);
   }
 };
 

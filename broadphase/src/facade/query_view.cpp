@@ -51,19 +51,16 @@ bool BroadPhase::Impl::QueryView::stageDoubles(const BroadPhase::Impl& bp) {
   stagedDoubles.origin = w->origin;
   stagedDoubles.count = w->count;
   if (!stagedDoublesLag) {
-    stagedDoubles.applied = w->applied;
-    stagedDoubles.isDouble = w->isDouble;
+    stagedDoubles.boxes = w->boxes;
+    stagedDoubles.flags = w->flags;
     return true;
   }
   // The writer's pages are only made between rebuilds; the entries that
   // changed since these were copied are touched.
-  stagedDoubles.applied.makePagesOf(w->applied);
-  stagedDoubles.isDouble.makePagesOf(w->isDouble);
+  stagedDoubles.boxes.makePagesOf(w->boxes);
+  stagedDoubles.flags.makePagesOf(w->flags);
   for (const std::vector<uint32_t>* touched : {&doublesTouchedBefore, &doublesTouched})
-    for (const uint32_t i : *touched) {
-      stagedDoubles.applied[i] = w->applied[i];
-      stagedDoubles.isDouble[i] = w->isDouble[i];
-    }
+    for (const uint32_t i : *touched) stagedDoubles.copyEntry(*w, i);
   return true;
 }
 
@@ -71,8 +68,8 @@ void BroadPhase::Impl::QueryView::swapDoubles(bool present) {
   doubleWorld = present;
   if (!present) return;
   std::swap(doubles.origin, stagedDoubles.origin);
-  doubles.applied.swap(stagedDoubles.applied);
-  doubles.isDouble.swap(stagedDoubles.isDouble);
+  doubles.boxes.swap(stagedDoubles.boxes);
+  doubles.flags.swap(stagedDoubles.flags);
   std::swap(doubles.count, stagedDoubles.count);
 }
 
