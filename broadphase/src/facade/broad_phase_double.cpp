@@ -35,18 +35,6 @@ bool knownMotion(MotionType m) {
   return m == MotionType::staticBody || m == MotionType::kinematic || m == MotionType::dynamic;
 }
 
-// Whether two float boxes of the frame overlap by so much that the double
-// boxes behind them surely overlap too, so that accepts() need not read them.
-// A double proxy's float box is roundOutward() of its DAabb: each side lies
-// outside the double side by at most one float step (below 2^-23 |x| for a
-// float x, 2^-149 below the normal range) plus the two pads of 2^-50
-// (|coordinate| + |origin|) that cover the subtractions; a float proxy's
-// world box is box + origin rounded in double, off by less than one such
-// pad. Every coordinate lies within 2^24 + 1 of the origin, so `pad`, from
-// the origin alone, bounds every pad. On each axis, when a's upper side minus
-// b's lower side exceeds both sides' steps (counted twice, for the
-// difference's own rounding) and four pads, and the same the other way, the
-// double sides overlap as well.
 // A float box as surelyOverlapInDouble() reads it. With AVX2: its six
 // coordinates in lanes, its max first ([max x y z, min x y z, 0, 0]), made
 // once for every pair that shares the box (a pair list sorted by its first
@@ -83,16 +71,26 @@ struct DeepPad {
 };
 DeepPad deepPad(double fourPads) { return {fourPads, roundUp(2.0 * fourPads)}; }
 
-// Whether a's and b's double boxes surely overlap, from their float boxes
-// (see the comment above: the test that is exact enough in double). With
+// Whether two float boxes of the frame overlap by so much that the double
+// boxes behind them surely overlap too, so that accepts() need not read them.
+// A double proxy's float box is roundOutward() of its DAabb: each side lies
+// outside the double side by at most one float step (below 2^-23 |x| for a
+// float x, 2^-149 below the normal range) plus the two pads of 2^-50
+// (|coordinate| + |origin|) that cover the subtractions; a float proxy's
+// world box is box + origin rounded in double, off by less than one such
+// pad. Every coordinate lies within 2^24 + 1 of the origin, so `pad`, from
+// the origin alone, bounds every pad. On each axis, when a's upper side minus
+// b's lower side exceeds both sides' steps (counted twice, for the
+// difference's own rounding) and four pads, and the same the other way, the
+// double sides overlap as well. With
 // AVX2 the six differences are tested in float lanes against twice the
 // bound (2^-21 of the magnitudes and twice the pads): each float operation
 // errs by at most 2^-24 relative (2^-150 absolute below the normal range,
 // which the pads, at least 2^-140, cover), so a difference that passes in
 // float exceeds the double test's bound by a factor near 2, and passes
 // it. A pair that fails only here goes to the exact test in double: the
-// answer is the same, and the float test takes about half the time of the
-// double one, which matters where pairs are many (clustered: 25 a proxy).
+// answer is the same, without the conversions to double, which matters
+// where pairs are many (clustered: 25 a proxy; decisions/double.md).
 [[gnu::always_inline]] inline bool surelyOverlapInDouble(const DeepBox& a, const Aabb& bBox,
                                                          DeepPad pad) {
 #if defined(__AVX2__)
@@ -426,20 +424,6 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
   }
   DoubleWorld& w = *dworld_;
   const EvenChunks split = moveChunks(n);
-  // The usual frame's one batch, nothing pending: each block checked,
-  // rounded and recorded in one pass (recordFirstBatch). With nothing
-  // pending no proxy has a pending DAabb, so a rejected batch's undo clears
-  // the flags it set.
-  if (pendingMoves_.empty() && pendingAdds_.empty()) {
-    const FirstBatch taken = recordFirstBatch(
-        ids, split, false,
-        [&](uint32_t begin, uint32_t end, bool& ascending) {
-          return checkAndRecordDoubles(ids, boxes, begin, end, ascending);
-        },
-        [&](uint32_t begin, uint32_t end) { undoDoubleRecord(ids, begin, end); });
-    if (taken == FirstBatch::rejected) reportDoubleMoveCulprit(ids, boxes);
-    if (taken != FirstBatch::notTaken) return;
-  }
   w.frameBoxes.resize(n);
   std::atomic<bool> bad{false};
   // Each entry's tests are and'ed without a branch (nearly every batch is
@@ -479,48 +463,6 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
     for (uint32_t k = 0; k < n; ++k) w.setPending(ids[k].index, boxes[k]);
   }
   recordBatch(ids, w.frameBoxes, true);
-}
-
-// Entries [begin, end) of a double batch, a block at a time: checked as
-// move() checks a batch (every handle live and a double proxy's, every box
-// ordered and its float box within the frame), then each float box to
-// boxes_ and each DAabb to its proxy's pending slot (a proxy repeated
-// within the chunk keeps its last). Returns where it stopped: `end`, or the
-// start of the first block holding a bad entry.
-uint32_t BroadPhase::Impl::checkAndRecordDoubles(std::span<const ProxyId> ids,
-                                                 std::span<const DAabb> boxes, uint32_t begin,
-                                                 uint32_t end, bool& ascending) {
-  DoubleWorld& w = *dworld_;
-  Aabb* const stored = boxes_.data();
-  uint32_t* const out = pendingMoves_.data();
-  Aabb frame[kCheckBlock];
-  for (uint32_t b = begin; b < end; b += kCheckBlock) {
-    const uint32_t e = std::min(end, b + kCheckBlock);
-    roundOutward(boxes.subspan(b, e - b), w.origin, frame);
-    unsigned good = 1;
-    for (uint32_t k = b; k < e; ++k) {
-      const ProxyId id = ids[k];
-      const DAabb& box = boxes[k];
-      good &= unsigned(pool_.isLiveBranchFree(id)) & unsigned(w.has(id.index)) &
-              unsigned(box.min.x <= box.max.x) & unsigned(box.min.y <= box.max.y) &
-              unsigned(box.min.z <= box.max.z) & unsigned(isValid(frame[k - b]));
-    }
-    if (!good) return b;
-    ascending &= indicesAscending(ids, b, e);
-    for (uint32_t k = b; k < e; ++k) {
-      const uint32_t i = ids[k].index;
-      stored[i] = frame[k - b];
-      out[k] = i;
-      w.setPending(i, boxes[k]);
-    }
-  }
-  return end;
-}
-
-void BroadPhase::Impl::undoDoubleRecord(std::span<const ProxyId> ids, uint32_t begin,
-                                        uint32_t end) {
-  restoreStructureBoxes(ids, begin, end);
-  for (uint32_t k = begin; k < end; ++k) dworld_->clearPending(ids[k].index);
 }
 
 // The first bad entry of a double batch that failed its check, reported.

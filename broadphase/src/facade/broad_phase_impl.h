@@ -130,23 +130,13 @@ struct BroadPhase::Impl {
   // A frame's first batch (see the definition): recorded, rejected (a bad
   // entry: nothing changed, the culprit is to be reported) or not taken.
   enum class FirstBatch : uint8_t { recorded, rejected, notTaken };
-  // `orderKnown`: the caller found each chunk's order in chunkAscending_
-  // already. A frame's first batch is checked and recorded kCheckBlock
-  // entries at a time: a block's entries stay in the cache between.
-  static constexpr uint32_t kCheckBlock = 256;
-  FirstBatch recordFirstBatch(std::span<const ProxyId> ids, EvenChunks split, bool orderKnown,
-                              FunctionRef<uint32_t(uint32_t, uint32_t, bool&)> record,
-                              FunctionRef<void(uint32_t, uint32_t)> undo);
-  // `checked`: the caller checked every entry already (a double batch's
-  // float boxes, by move()), so they are recorded without a check.
+  // `checked`: the caller checked every entry already and found each chunk's
+  // order in chunkAscending_ (a double batch's float boxes, by move()), so
+  // they are recorded without a check.
+  FirstBatch recordFirstBatch(std::span<const ProxyId> ids, std::span<const Aabb> boxes,
+                              EvenChunks split, bool checked);
   uint32_t checkAndRecord(std::span<const ProxyId> ids, std::span<const Aabb> boxes, uint32_t begin,
                           uint32_t end, bool checked, bool& ascending);
-  // The same for a double batch: each entry checked (as move() checks a
-  // double batch), its float box to boxes_ and its DAabb to its pending slot.
-  uint32_t checkAndRecordDoubles(std::span<const ProxyId> ids, std::span<const DAabb> boxes,
-                                 uint32_t begin, uint32_t end, bool& ascending);
-  // Takes back what checkAndRecordDoubles recorded for entries [begin, end).
-  void undoDoubleRecord(std::span<const ProxyId> ids, uint32_t begin, uint32_t end);
   void restoreStructureBoxes(std::span<const ProxyId> ids, uint32_t begin, uint32_t end);
   // Sets kPendingMove on the entries of an unmarked list (movesUnmarked_).
   void markPendingMoves();

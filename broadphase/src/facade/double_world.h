@@ -57,8 +57,6 @@ struct BroadPhase::Impl::DoubleWorld {
     uint8_t& f = flags[i];
     if (f & kPendingOther) f = uint8_t(f ^ (kAppliedSlot | kPendingOther));
   }
-  /// Takes back setPending() of a proxy that had no pending DAabb before.
-  void clearPending(uint32_t i) { flags[i] = uint8_t(flags[i] & ~kPendingOther); }
   /// Index i becomes a double proxy whose add is pending with `box`.
   void mark(uint32_t i, const DAabb& box) {
     reserveIndex(i);

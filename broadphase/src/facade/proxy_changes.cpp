@@ -38,6 +38,9 @@ std::string handleText(ProxyId id) {
 // A move batch, or the pending moves, split into chunks of at most this many
 // entries for the threads (as SweepGrid's batch move).
 constexpr uint32_t kMoveChunk = 8192;
+// A frame's first batch is checked and recorded this many entries at a time
+// (recordFirstBatch): a block's entries, 8 KB, stay in the cache between.
+constexpr uint32_t kCheckBlock = 256;
 
 // The chunks of a list of n items (chunkSize each, the last maybe fewer)
 // each kept their first counts[c] items: moves them to follow the chunks
@@ -257,12 +260,7 @@ void BroadPhase::Impl::recordBatch(std::span<const ProxyId> ids, std::span<const
   bool orderKnown = ofDoubles && parallel;
   const bool doublesToReject = !ofDoubles && dworld_ && dworld_->count != 0;
   if (pendingMoves_.empty() && pendingAdds_.empty() && !doublesToReject) {
-    const FirstBatch taken = recordFirstBatch(
-        ids, split, ofDoubles,
-        [&](uint32_t begin, uint32_t end, bool& ascending) {
-          return checkAndRecord(ids, boxes, begin, end, ofDoubles, ascending);
-        },
-        [&](uint32_t begin, uint32_t end) { restoreStructureBoxes(ids, begin, end); });
+    const FirstBatch taken = recordFirstBatch(ids, boxes, split, ofDoubles);
     if (taken == FirstBatch::rejected) reportMoveCulprit(ids, boxes);
     if (taken != FirstBatch::notTaken) return;
     orderKnown = parallel;
@@ -328,9 +326,8 @@ void BroadPhase::Impl::reportMoveCulprit(std::span<const ProxyId> ids,
   }
 }
 
-// A frame's first batch while no add or move is pending (the usual frame:
-// every body moved in one batch; a float batch takes this path only while
-// no proxy is double, which it would have to reject). Every entry then joins the
+// A frame's first batch while no add is pending and no proxy is double (the
+// usual frame: every body moved in one batch). Every entry then joins the
 // pending list, in batch order, so the record neither reads nor writes the
 // state bytes, and the list stays unmarked (movesUnmarked_) until something
 // asks whether a proxy is listed; update() then has no marks to clear. Each
@@ -344,16 +341,12 @@ void BroadPhase::Impl::reportMoveCulprit(std::span<const ProxyId> ids,
 // holds the last box given). With workers, the chunks record side by side
 // only when the indices strictly increase (checked first: no proxy can be
 // in two chunks); otherwise nothing is done and the general path runs.
-// `record(begin, end, ascending)` checks and records entries [begin, end) a
-// block at a time (checkAndRecord, checkAndRecordDoubles) and returns where
-// it stopped; `undo(begin, end)` takes back entries it recorded.
-BroadPhase::Impl::FirstBatch BroadPhase::Impl::recordFirstBatch(
-    std::span<const ProxyId> ids, EvenChunks split, bool orderKnown,
-    FunctionRef<uint32_t(uint32_t, uint32_t, bool&)> record,
-    FunctionRef<void(uint32_t, uint32_t)> undo) {
+BroadPhase::Impl::FirstBatch BroadPhase::Impl::recordFirstBatch(std::span<const ProxyId> ids,
+                                                                std::span<const Aabb> boxes,
+                                                                EvenChunks split, bool checked) {
   const uint32_t n = static_cast<uint32_t>(ids.size());
   if (split.count > 1) {
-    if (!orderKnown) {
+    if (!checked) {
       chunkAscending_.assign(split.count, 0);
       forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
         chunkAscending_[c] = indicesAscending(ids, begin, end);
@@ -369,12 +362,13 @@ BroadPhase::Impl::FirstBatch BroadPhase::Impl::recordFirstBatch(
   bool ascending = true;
   forEachChunk(*scheduler_, split, n, [&](uint32_t c, uint32_t begin, uint32_t end) {
     bool chunkAscending = true;
-    chunkCount_[c] = record(begin, end, chunkAscending);
+    chunkCount_[c] = checkAndRecord(ids, boxes, begin, end, checked, chunkAscending);
     if (chunkCount_[c] != end) bad.store(true, std::memory_order_relaxed);
     if (split.count == 1) ascending = chunkAscending;
   });
   if (bad.load(std::memory_order_relaxed)) {
-    for (uint32_t c = 0; c < split.count; ++c) undo(std::min(n, c * split.size), chunkCount_[c]);
+    for (uint32_t c = 0; c < split.count; ++c)
+      restoreStructureBoxes(ids, std::min(n, c * split.size), chunkCount_[c]);
     pendingMoves_.clear();
     return FirstBatch::rejected;
   }
