@@ -27,6 +27,7 @@
 #include <broadphase/error.h>
 #include "sweep/sweep_grid.h"
 
+#include "common/assert.h"
 #include "common/even_chunks.h"
 #include "sweep/sweep_cell_range.h"
 #include "sweep/sweep_simd.h"
@@ -112,7 +113,7 @@ void SweepGrid::regrid() {
   std::fill(rangeKey_.begin(), rangeKey_.end(), kNeverStays);
   wideRanges_.clear();
   freeWide_.clear();
-  std::fill(overflowPos_.begin(), overflowPos_.end(), kNullIndex);
+  overflowPos_.clear();
   for (uint32_t i = 0; i < pool_.capacity(); ++i)
     if (pool_.isLiveIndex(i)) markDirty(i);  // as kDirtyRelink, even if already dirty
   gridBoundsStale_ = true;
@@ -157,17 +158,20 @@ void SweepGrid::markRangeDirty(const CellRange& r, uint8_t layer) {
 }
 
 void SweepGrid::addToOverflow(uint32_t index) {
-  overflowPos_[index] = static_cast<uint32_t>(overflow_.size());
+  overflowPos_.emplace(index, static_cast<uint32_t>(overflow_.size()));
   overflow_.push_back(index);
 }
 
 void SweepGrid::removeFromOverflow(uint32_t index) {
-  const uint32_t pos = overflowPos_[index];
+  const auto at = overflowPos_.find(index);
+  BP_ASSERT(at != overflowPos_.end());
+  const uint32_t pos = at->second;
+  overflowPos_.erase(at);
   const uint32_t last = overflow_.back();
+  overflow_.pop_back();
+  if (last == index) return;
   overflow_[pos] = last;
   overflowPos_[last] = pos;
-  overflow_.pop_back();
-  overflowPos_[index] = kNullIndex;
 }
 
 #if defined(__AVX2__)

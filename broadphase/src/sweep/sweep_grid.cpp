@@ -82,7 +82,6 @@ ProxyId SweepGrid::add(const Aabb& box, bool isStatic, uint32_t layer) {
     static_.resize(n, 0);
     dirty_.resize(n, 0);
     kind_.resize(n, Registration::none);
-    overflowPos_.resize(n, kNullIndex);
     layer_.resize(n, kMovingLayer);
     proxyLayer_.resize(n, 0);
     rangeKey_.resize(n, kNeverStays);
@@ -391,7 +390,10 @@ size_t SweepGrid::memoryBytes() const {
   add(kind_);
   add(wideRanges_);
   add(freeWide_);
-  add(overflowPos_);
+  // The map's buckets and nodes (a node: the entry and its link, as
+  // libstdc++ lays it out, about).
+  bytes += overflowPos_.bucket_count() * sizeof(void*) +
+           overflowPos_.size() * (sizeof(std::pair<const uint32_t, uint32_t>) + sizeof(void*));
   add(layer_);
   add(proxyLayer_);
   add(rangeKey_);

@@ -80,6 +80,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -631,14 +632,13 @@ class SweepGrid {
   HandlePool pool_;
 
   // Per proxy index (size capacity()).
-  std::vector<StoredBox> boxes_;       // exact box (meaningful when live)
-  std::vector<uint8_t> static_;        // 1: static
-  std::vector<uint8_t> dirty_;         // kDirty*: listed (see the lists) when not 0
-  std::vector<Registration> kind_;     // where the index is registered now
-  std::vector<uint32_t> overflowPos_;  // slot in overflow_ (kind_ == overflow)
-  std::vector<uint8_t> layer_;         // group registered in (kind_ == cells)
-  std::vector<uint8_t> proxyLayer_;    // broadphase layer (layers.h)
-  uint32_t layeredProxies_ = 0;        // live proxies in a layer other than 0
+  std::vector<StoredBox> boxes_;     // exact box (meaningful when live)
+  std::vector<uint8_t> static_;      // 1: static
+  std::vector<uint8_t> dirty_;       // kDirty*: listed (see the lists) when not 0
+  std::vector<Registration> kind_;   // where the index is registered now
+  std::vector<uint8_t> layer_;       // group registered in (kind_ == cells)
+  std::vector<uint8_t> proxyLayer_;  // broadphase layer (layers.h)
+  uint32_t layeredProxies_ = 0;      // live proxies in a layer other than 0
   LayerTable table_;
   // The registered range (kind_ != none) and whether a move may leave the
   // proxy in its cells (RangeKey); the ranges that do not fit 16 bits in
@@ -664,6 +664,10 @@ class SweepGrid {
   std::vector<uint32_t> stayedList_;
   uint64_t unlistedStays_ = 0;
   std::vector<uint32_t> overflow_;  // indices registered as overflow
+  // Index -> its slot in overflow_, for the few proxies registered there
+  // (a map rather than 4 bytes for every proxy; only looked up, never
+  // walked, so the order of overflow_ stays the plans' order).
+  std::unordered_map<uint32_t, uint32_t> overflowPos_;
 
   std::vector<PaddedCell> cells_;  // dense: every cell is occupied after update
 

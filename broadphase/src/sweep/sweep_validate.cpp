@@ -29,7 +29,7 @@ std::string SweepGrid::validate() const {
   if (std::string why = pool_.validate(); !why.empty()) return "handle pool: " + why;
   const uint32_t cap = pool_.capacity();
   for (const size_t size : {boxes_.size(), static_.size(), dirty_.size(), kind_.size(),
-                            overflowPos_.size(), rangeKey_.size(), rangeChanged_.size() - 3})
+                            rangeKey_.size(), rangeChanged_.size() - 3})
     if (size != cap) return "per-proxy arrays are not capacity() long";
   if (!dirtyCells_.empty()) return "dirty cell list not empty between updates";
   if (!eventTables_.empty()) return "cell events left over from an update";
@@ -88,11 +88,13 @@ std::string SweepGrid::validate() const {
   for (uint32_t i = 0; i < cap; ++i) {
     const bool live = pool_.isLiveIndex(i);
     if (live && !isValid(boxes_[i].box)) return "live proxy with an invalid box" + at(i);
+    const auto pos = overflowPos_.find(i);
     if (kind_[i] == Registration::overflow) {
       ++overflowCount;
-      if (overflowPos_[i] >= overflow_.size() || overflow_[overflowPos_[i]] != i)
+      if (pos == overflowPos_.end() || pos->second >= overflow_.size() ||
+          overflow_[pos->second] != i)
         return "overflow position wrong" + at(i);
-    } else if (overflowPos_[i] != kNullIndex) {
+    } else if (pos != overflowPos_.end()) {
       return "overflow position set for a proxy not in overflow" + at(i);
     }
     if (kind_[i] == Registration::cells) {
@@ -112,7 +114,8 @@ std::string SweepGrid::validate() const {
     if (classify(r) != kind_[i])
       return "registration kind does not match the overflow rule" + at(i);
   }
-  if (overflowCount != overflow_.size()) return "overflow set size mismatch";
+  if (overflowCount != overflow_.size() || overflowPos_.size() != overflow_.size())
+    return "overflow set size mismatch";
   if (cap > 0 && !hasPendingChanges() && pool_.liveCount() > 0 && !(side_[0] > 0.0f))
     return "no cell size after an update";
 
