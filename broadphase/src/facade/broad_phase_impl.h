@@ -249,7 +249,7 @@ struct BroadPhase::Impl {
   bool movesUnmarked_ = false;
   /// The moves the last applyPending() gave the structure, by proxy index,
   /// each proxy once, its box in boxes_: the query view's publish reads
-  /// them (kept only while there is a view).
+  /// them, or takes the list (kept only while there is a view).
   std::vector<uint32_t> appliedMoves_;
   /// The structure's batch when its slots are not the proxy indices
   /// (Side::remapped): the slot handles and boxes, gathered.

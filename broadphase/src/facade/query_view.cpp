@@ -93,7 +93,7 @@ void BroadPhase::Impl::QueryView::dropRecordedMove(uint32_t proxy) {
   moveProxies.pop_back();
 }
 
-void BroadPhase::Impl::QueryView::publish(const BroadPhase::Impl& bp) {
+void BroadPhase::Impl::QueryView::publish(BroadPhase::Impl& bp) {
   const size_t n = bp.rules_.size();
   const bool doublesNow = stageDoubles(bp);
   const auto lock = lockExclusive();
@@ -126,14 +126,18 @@ void BroadPhase::Impl::QueryView::publish(const BroadPhase::Impl& bp) {
   // index): a moved proxy was in the view before the frame and is neither
   // added nor removed in it (a proxy whose add is pending takes its box with
   // the add, and a removed one is not kept among the moves).
-  const std::vector<uint32_t>& moved = bp.appliedMoves_;
+  std::vector<uint32_t>& moved = bp.appliedMoves_;
+  const bool anyMoved = !moved.empty();
   if (moveProxies.empty()) {
     // Caught up since the last publish: every entry is new, and none is
     // looked up unless a later publish or remove() needs to (indexed then).
-    moveProxies.assign(moved.begin(), moved.end());
-    moveBoxes.resize(moved.size());
-    for (uint32_t k = 0; k < moved.size(); ++k) moveBoxes[k] = bp.boxes_[moved[k]];
-    pendingIndexed = moved.empty();
+    // The list is taken whole, the writer keeping the empty one for its
+    // next frame, and the boxes appended, not zeroed first and then
+    // written: a frame's publish writes only the moved boxes' bytes.
+    moveProxies.swap(moved);
+    moveBoxes.clear();
+    for (const uint32_t p : moveProxies) moveBoxes.push_back(bp.boxes_[p]);
+    pendingIndexed = !anyMoved;
   } else {  // a proxy recorded already keeps its entry and takes the new box
     indexRecordedMoves();
     for (const uint32_t p : moved) {
@@ -146,7 +150,7 @@ void BroadPhase::Impl::QueryView::publish(const BroadPhase::Impl& bp) {
       moveBoxes.push_back(bp.boxes_[p]);
     }
   }
-  stale |= !removed.empty() || !added.empty() || !moved.empty();
+  stale |= !removed.empty() || !added.empty() || anyMoved;
   ++frame;
   // `stagedDoubles` now holds the frame published before this one.
   doublesTouchedBefore.swap(doublesTouched);

@@ -141,7 +141,9 @@ struct BroadPhase::Impl::QueryView {
   void setFilter(uint32_t proxy, const Filter& filter);
   // The end of update(): the frame's removes, adds (rehomes included) and
   // user data applied and its moves recorded, under the lock.
-  void publish(const BroadPhase::Impl& bp);
+  // Takes the writer's list of the frame's moves (appliedMoves_) when it
+  // has caught up, handing back its own emptied one.
+  void publish(BroadPhase::Impl& bp);
   // Under the lock exclusive: the recorded moves and the structure's
   // update(), on the calling thread; `stale` is false after it.
   void catchUp();
