@@ -25,7 +25,7 @@ BroadPhase::Impl::QueryView::QueryView(std::unique_ptr<Side> structure)
 
 void BroadPhase::Impl::QueryView::forget(uint32_t proxy) {
   if (!has(proxy)) return;  // its add is not published: no query reports it
-  const ProxyId h = inner[proxy];
+  const ProxyId h = side->handleOf(slot[proxy]);
   {
     const auto lock = lockExclusive();
     dropRecordedMove(proxy);
@@ -33,7 +33,7 @@ void BroadPhase::Impl::QueryView::forget(uint32_t proxy) {
     live[proxy] = 0;
     filters.release(rules[proxy].filterSlot);
     rules[proxy].filterSlot = kDefaultFilter;
-    inner[proxy].index = kNullIndex;
+    slot[proxy] = kNullIndex;
   }
   removed.push_back(h);
 }
@@ -98,8 +98,8 @@ void BroadPhase::Impl::QueryView::publish(BroadPhase::Impl& bp) {
   const bool doublesNow = stageDoubles(bp);
   const auto lock = lockExclusive();
   swapDoubles(doublesNow);
-  if (inner.size() < n) {
-    inner.resize(n, ProxyId{});
+  if (slot.size() < n) {
+    slot.resize(n, kNullIndex);
     pendingAt.resize(n);
     rules.resize(n);
     userData.resize(n);
@@ -111,10 +111,10 @@ void BroadPhase::Impl::QueryView::publish(BroadPhase::Impl& bp) {
   for (const uint32_t p : added) {
     if (has(p)) {  // a rehome: out of its old part, with the move recorded there
       dropRecordedMove(p);
-      side->remove(inner[p]);
+      side->remove(side->handleOf(slot[p]));
     }
     const Rules& r = bp.rules_[p];
-    inner[p] = side->add(bp.boxes_[p], r.motion == MotionType::staticBody, 0, p);
+    slot[p] = side->add(bp.boxes_[p], r.motion == MotionType::staticBody, 0, p).index;
     // (A proxy not in the view holds no slot of the view's: forget() freed it.)
     rules[p] = {filters.set(rules[p].filterSlot, bp.filters_[r.filterSlot]), r.motion, r.layer};
     userData[p] = bp.userData_[p];
@@ -165,7 +165,8 @@ void BroadPhase::Impl::QueryView::catchUp() {
   if (!stale) return;
   if (!moveProxies.empty()) {
     moveIds.resize(moveProxies.size());
-    for (size_t k = 0; k < moveProxies.size(); ++k) moveIds[k] = inner[moveProxies[k]];
+    for (size_t k = 0; k < moveProxies.size(); ++k)
+      moveIds[k] = side->handleOf(slot[moveProxies[k]]);
     side->moveBatch(moveIds, moveBoxes, callerOnly);
   }
   side->update(callerOnly);
@@ -193,7 +194,7 @@ void BroadPhase::Impl::QueryView::lockSharedCurrent() {
 void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
   const uint32_t n = static_cast<uint32_t>(bp.rules_.size());
   std::unique_ptr<Side> fresh = bp.makeStructure();
-  std::vector<ProxyId> freshInner(n, ProxyId{});
+  std::vector<uint32_t> freshSlot(n, kNullIndex);
   std::vector<uint8_t> freshLive(n, 0);
   const Side& main = *bp.structure_;
   for (uint32_t p = 0; p < n; ++p) {
@@ -201,7 +202,7 @@ void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
     const uint8_t s = bp.state_[p];
     if ((s & kPendingAdd) && !(s & kRehome)) continue;  // not in the structure yet
     const Aabb box = main.visit([&](const auto& st) { return st.box(bp.slot_[p]); });
-    freshInner[p] = fresh->add(box, bp.rules_[p].motion == MotionType::staticBody, 0, p);
+    freshSlot[p] = fresh->add(box, bp.rules_[p].motion == MotionType::staticBody, 0, p).index;
     freshLive[p] = 1;
   }
   const bool doublesNow = stageDoubles(bp);
@@ -226,7 +227,7 @@ void BroadPhase::Impl::QueryView::rebuild(const BroadPhase::Impl& bp) {
     moveProxies.clear();
     pendingIndexed = true;
     stale = false;
-    inner.swap(freshInner);
+    slot.swap(freshSlot);
     pendingAt.resize(n);
     ++frame;
   }
@@ -246,7 +247,7 @@ std::string BroadPhase::Impl::QueryView::validate(const BroadPhase::Impl& bp) {
   if (std::string e = side->validate(); !e.empty()) return "query structure: " + e;
   uint32_t inView = 0;
   std::vector<uint32_t> filterSlots;
-  for (uint32_t p = 0; p < inner.size(); ++p) {
+  for (uint32_t p = 0; p < slot.size(); ++p) {
     const bool present = has(p);
     inView += present;
     if (present != (p < live.size() && live[p]))
@@ -263,7 +264,7 @@ std::string BroadPhase::Impl::QueryView::validate(const BroadPhase::Impl& bp) {
       return "query structure: proxy " + std::to_string(p) + " has another filter there";
     if (!bp.pool_.isLiveIndex(p))
       return "query structure: removed proxy " + std::to_string(p) + " is still reported";
-    if (side->outer[inner[p].index] != p)
+    if (side->outer[slot[p]] != p)
       return "query structure: proxy " + std::to_string(p) + " maps to a slot that maps elsewhere";
     const uint8_t s = bp.state_[p];
     if ((s & kPendingAdd) && !(s & kRehome))
@@ -283,10 +284,11 @@ size_t BroadPhase::Impl::QueryView::memoryBytes() const {
   return side->memoryBytes() + doubles.memoryBytes() + stagedDoubles.memoryBytes() +
          rules.capacity() * sizeof(Rules) + filters.memoryBytes() +
          userData.capacity() * sizeof(uint64_t) + live.capacity() +
-         (inner.capacity() + removed.capacity() + moveIds.capacity()) * sizeof(ProxyId) +
+         (removed.capacity() + moveIds.capacity()) * sizeof(ProxyId) +
          moveBoxes.capacity() * sizeof(Aabb) +
          (added.capacity() + userDataSet.capacity() + doublesTouched.capacity() +
-          doublesTouchedBefore.capacity() + moveProxies.capacity() + pendingAt.capacity()) *
+          doublesTouchedBefore.capacity() + moveProxies.capacity() + pendingAt.capacity() +
+          slot.capacity()) *
              sizeof(uint32_t);
 }
 

@@ -29,7 +29,7 @@
 // one set of cells) per part is what they walk fastest.
 //
 // Invariants between calls of the writer: a live proxy is in the view (a
-// valid inner[p]) exactly when it is in the main structure and no add of it
+// slot[p]) exactly when it is in the main structure and no add of it
 // is pending, or its add is a rehome (static <-> moving: the view, as the
 // main structure, keeps it where it was until the next update). A proxy has
 // at most one recorded move, and only while it is in the view; `stale` is
@@ -70,7 +70,9 @@ struct BroadPhase::Impl::QueryView {
 
   // --- Written by the writer under `mutex` exclusive, read by it without
   // (and by a catch-up, under the lock).
-  std::vector<ProxyId> inner;  // proxy index -> handle in `side` (index kNullIndex: none)
+  // Proxy index -> its slot in `side` (kNullIndex: none), 4 bytes where the
+  // handle takes 8 (side->handleOf(slot) gives the handle).
+  std::vector<uint32_t> slot;
 
   // --- The writer's alone: queries never read these.
   std::vector<ProxyId> removed;       // handles to take out at the next publish (forgotten)
@@ -126,9 +128,7 @@ struct BroadPhase::Impl::QueryView {
     const uint32_t at = pendingAt[proxy];
     return at < moveProxies.size() && moveProxies[at] == proxy;
   }
-  bool has(uint32_t proxy) const {
-    return proxy < inner.size() && inner[proxy].index != kNullIndex;
-  }
+  bool has(uint32_t proxy) const { return proxy < slot.size() && slot[proxy] != kNullIndex; }
   // remove(): the proxy stops being reported now; its slot leaves `side` at
   // the next publish.
   void forget(uint32_t proxy);
