@@ -264,9 +264,10 @@ void BroadPhase::Impl::dropInexactPairs() {
   const DeepPad pad = deepPad(fourPadsOf(dworld_->origin));
   std::atomic<uint32_t> rejected{0};
   forEachChunk(*scheduler_, split, n, [&](uint32_t, uint32_t begin, uint32_t end) {
+    if (begin == end) return;
     uint32_t dropped = 0;
-    uint32_t lastA = kNullIndex;
-    DeepBox boxA{};
+    uint32_t lastA = pairs[begin].a;
+    DeepBox boxA = deepBox(boxes_[lastA]);
     for (uint32_t k = begin; k < end; ++k) {
       if (k + kAhead < end) {
         __builtin_prefetch(&boxes_[pairs[k + kAhead].a], 0, 3);
