@@ -6,10 +6,11 @@
 // DAabbs in pages (common/paged_array.h), made where double proxies are, so
 // that the first double proxy of a large float world costs one page.
 //
-// The two DAabbs of a proxy are two slots of one entry, and its flag byte
-// says which slot is applied and whether the other holds a pending box:
-// update() applies a moved proxy by flipping two bits, not by copying 48
-// bytes (decisions/large_worlds.md).
+// The two DAabbs of a proxy are its entries in two slot arrays, and its
+// flag byte says which slot is applied and whether the other holds a
+// pending box: update() applies a moved proxy by flipping two bits, not by
+// copying 48 bytes (docs/decisions/double.md). The query view's copy
+// (published()) holds the applied DAabbs alone, in slot 0.
 #pragma once
 
 #include "common/paged_array.h"
@@ -26,12 +27,9 @@ struct BroadPhase::Impl::DoubleWorld {
   /// without kDouble is 0, and kPendingOther is set only on a proxy whose
   /// add or move is pending.
   enum : uint8_t { kDouble = 1, kAppliedSlot = 2, kPendingOther = 4 };
-  struct Slots {
-    DAabb slot[2];
-  };
 
   DVec3 origin;                  // the sum of the shiftOrigin() offsets
-  PagedArray<Slots> boxes;       // by proxy index, meaningful where kDouble
+  PagedArray<DAabb> slots[2];    // by proxy index, meaningful where kDouble
   PagedArray<uint8_t> flags;     // by proxy index
   uint32_t count = 0;            // live double proxies
   std::vector<Aabb> frameBoxes;  // move()'s batch: each entry's float box, rounded once
@@ -43,14 +41,14 @@ struct BroadPhase::Impl::DoubleWorld {
   static uint32_t appliedSlot(uint8_t f) { return (f >> 1) & 1u; }
   static uint32_t pendingSlot(uint8_t f) { return ((f >> 1) ^ (f >> 2)) & 1u; }
   /// The DAabb as of the last update() (of a double proxy: has(i)).
-  const DAabb& applied(uint32_t i) const { return boxes[i].slot[appliedSlot(flags[i])]; }
+  const DAabb& applied(uint32_t i) const { return slots[appliedSlot(flags[i])][i]; }
   /// The DAabb as last given.
-  const DAabb& pending(uint32_t i) const { return boxes[i].slot[pendingSlot(flags[i])]; }
+  const DAabb& pending(uint32_t i) const { return slots[pendingSlot(flags[i])][i]; }
   /// A move of double proxy i: `box` becomes its pending DAabb.
   void setPending(uint32_t i, const DAabb& box) {
     uint8_t& f = flags[i];
     f = uint8_t(f | kPendingOther);
-    boxes[i].slot[appliedSlot(f) ^ 1u] = box;
+    slots[appliedSlot(f) ^ 1u][i] = box;
   }
   /// update() of double proxy i: its pending DAabb becomes the applied one.
   void apply(uint32_t i) {
@@ -67,13 +65,16 @@ struct BroadPhase::Impl::DoubleWorld {
   void markApplied(uint32_t i, const DAabb& box) {
     reserveIndex(i);
     flags[i] = kDouble;
-    boxes[i].slot[0] = box;
+    slots[0][i] = box;
   }
   void forget(uint32_t i) { flags[i] = 0; }
-  /// Entry i as `other` holds it (both slots and the flags).
-  void copyEntry(const DoubleWorld& other, uint32_t i) {
-    boxes[i] = other.boxes[i];
-    flags[i] = other.flags[i];
+  /// The query view's copy: index i as `writer` has it applied (a double
+  /// proxy's applied DAabb in slot 0, or no double proxy), its pages made
+  /// as needed (slot 1's never).
+  void publish(const DoubleWorld& writer, uint32_t i) {
+    const bool isDouble = writer.has(i);
+    flags.at(i) = isDouble ? kDouble : 0;
+    if (isDouble) slots[0].at(i) = writer.applied(i);
   }
   /// Calls fn(i) for every double proxy index, in ascending order.
   template <class Fn>
@@ -84,11 +85,13 @@ struct BroadPhase::Impl::DoubleWorld {
   }
   /// Makes index i's pages (its entries can be written).
   void reserveIndex(uint32_t i) {
-    boxes.at(i);
+    slots[0].at(i);
+    slots[1].at(i);
     flags.at(i);
   }
   size_t memoryBytes() const {
-    return boxes.memoryBytes() + flags.memoryBytes() + frameBoxes.capacity() * sizeof(Aabb);
+    return slots[0].memoryBytes() + slots[1].memoryBytes() + flags.memoryBytes() +
+           frameBoxes.capacity() * sizeof(Aabb);
   }
 };
 

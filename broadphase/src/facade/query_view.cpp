@@ -47,20 +47,18 @@ void BroadPhase::Impl::QueryView::setFilter(uint32_t proxy, const Filter& filter
 bool BroadPhase::Impl::QueryView::stageDoubles(const BroadPhase::Impl& bp) {
   const DoubleWorld* w = bp.dworld_.get();
   if (w == nullptr) return false;
-  // Assignments into kept buffers: a steady frame does not allocate.
+  // Into kept pages: a steady frame does not allocate.
   stagedDoubles.origin = w->origin;
   stagedDoubles.count = w->count;
-  if (!stagedDoublesLag) {
-    stagedDoubles.boxes = w->boxes;
-    stagedDoubles.flags = w->flags;
+  if (!stagedDoublesLag) {  // every double proxy (after a rebuild, or the first)
+    stagedDoubles.slots[0].clear();
+    stagedDoubles.flags.clear();
+    w->forEachDouble([&](uint32_t i) { stagedDoubles.publish(*w, i); });
     return true;
   }
-  // The writer's pages are only made between rebuilds; the entries that
-  // changed since these were copied are touched.
-  stagedDoubles.boxes.makePagesOf(w->boxes);
-  stagedDoubles.flags.makePagesOf(w->flags);
+  // The entries that changed since these were copied.
   for (const std::vector<uint32_t>* touched : {&doublesTouchedBefore, &doublesTouched})
-    for (const uint32_t i : *touched) stagedDoubles.copyEntry(*w, i);
+    for (const uint32_t i : *touched) stagedDoubles.publish(*w, i);
   return true;
 }
 
@@ -68,7 +66,7 @@ void BroadPhase::Impl::QueryView::swapDoubles(bool present) {
   doubleWorld = present;
   if (!present) return;
   std::swap(doubles.origin, stagedDoubles.origin);
-  doubles.boxes.swap(stagedDoubles.boxes);
+  doubles.slots[0].swap(stagedDoubles.slots[0]);
   doubles.flags.swap(stagedDoubles.flags);
   std::swap(doubles.count, stagedDoubles.count);
 }
