@@ -424,8 +424,8 @@ void BroadPhase::Impl::move(std::span<const ProxyId> ids, std::span<const DAabb>
     return;
   }
   DoubleWorld& w = *dworld_;
-  const EvenChunks split = moveChunks(n);
   w.frameBoxes.resize(n);
+  const EvenChunks split = moveChunks(n);
   std::atomic<bool> bad{false};
   // Each entry's tests are and'ed without a branch (nearly every batch is
   // good). A double box that is not finite gives a float box that is not

@@ -10,7 +10,7 @@
 // flag byte says which slot is applied and whether the other holds a
 // pending box: update() applies a moved proxy by flipping two bits, not by
 // copying 48 bytes (docs/decisions/double.md). The query view's copy
-// (published()) holds the applied DAabbs alone, in slot 0.
+// (publish()) holds the applied DAabbs alone, in slot 0.
 #pragma once
 
 #include "common/paged_array.h"
